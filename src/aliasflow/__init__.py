@@ -1,0 +1,1 @@
+"""aliasflow: hidden data flow between operations on aliasing tensor views."""
