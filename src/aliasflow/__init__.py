@@ -1,1 +1,39 @@
-"""aliasflow: hidden data flow between operations on aliasing tensor views."""
+"""aliasflow: find the hidden data flow between operations on aliasing tensor views.
+
+Tensors own flat storage; :class:`TensorView` windows ``(offset, shape, stride)`` address it;
+operations read and write views. Two ops depend on each other whenever memory one writes
+overlaps memory the other reads or writes, whether or not they share a view.
+
+>>> import aliasflow as af
+>>> A = af.Tensor("A", (4, 4))
+>>> fill = af.FillOperation("fill", 1.0).set_outputs(A[:3, :3])
+>>> read = af.TransformOperation("read").set_inputs(A[1:3, 1:3])
+>>> af.analyze_dependencies([fill, read])
+{'fill': [], 'read': ['fill']}
+"""
+from .core.errors import AliasflowError, ExecutionError
+from .core.tensor import Tensor
+from .core.view import TensorView, row_major_strides
+from .core.operations import (Operation, FillOperation, TransformOperation, ReduceOperation,
+                              BinaryOperation)
+from .core.program import Program
+from .analysis.overlap import Overlap, overlap, check_memory_overlap, has_internal_overlap
+from .analysis.dependencies import Dependency, analyze, analyze_dependencies
+from .analysis.schedule import DependencyGraph
+from .execution.runner import run
+
+__version__ = "0.1.0"
+
+
+def compute_view_footprint(view: TensorView) -> list[int]:
+    """Sorted storage elements that ``view`` touches (the seed's function; NumPy inside)."""
+    return view.footprint().tolist()
+
+
+__all__ = [
+    "AliasflowError", "ExecutionError", "Tensor", "TensorView", "row_major_strides",
+    "Operation", "FillOperation", "TransformOperation", "ReduceOperation", "BinaryOperation",
+    "Program", "Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
+    "compute_view_footprint", "Dependency", "analyze", "analyze_dependencies",
+    "DependencyGraph", "run",
+]

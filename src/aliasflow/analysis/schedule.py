@@ -1,0 +1,137 @@
+"""The dependency graph and what a scheduler asks of it: levels, order, critical path, DOT."""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+
+from ..core.errors import AliasflowError
+
+
+class DependencyGraph:
+    """Ops (by name, in program order) and the dependency records between them.
+
+    Every record goes from an earlier op to a later one, so program order is always a valid
+    topological order.
+    """
+
+    def __init__(self, ops: list[str], dependencies: list):
+        self.ops = list(ops)
+        self.dependencies = list(dependencies)
+        self._position = {name: k for k, name in enumerate(self.ops)}
+        self._preds: list[set[int]] = [set() for _ in self.ops]
+        self._succs: list[set[int]] = [set() for _ in self.ops]
+        for d in self.dependencies:
+            s, t = self._position[d.src], self._position[d.dst]
+            self._preds[t].add(s)
+            self._succs[s].add(t)
+
+    def _index(self, op) -> int:
+        name = getattr(op, "name", op)
+        try:
+            return self._position[name]
+        except KeyError:
+            raise AliasflowError(f"no op named {name!r} in this graph") from None
+
+    def _names(self, indices) -> list[str]:
+        return [self.ops[k] for k in sorted(indices)]
+
+    def predecessor_indices(self, k: int) -> set[int]:
+        """Positions (in program order) of the ops with an edge into op number ``k``."""
+        return self._preds[k]
+
+    def predecessors(self, op) -> list[str]:
+        """Ops with an edge into ``op`` (name or Operation), in program order."""
+        return self._names(self._preds[self._index(op)])
+
+    def successors(self, op) -> list[str]:
+        return self._names(self._succs[self._index(op)])
+
+    @property
+    def edges(self) -> list[tuple[str, str]]:
+        """Distinct ``(src, dst)`` op pairs."""
+        return [(self.ops[s], self.ops[t]) for t in range(len(self.ops))
+                for s in sorted(self._preds[t])]
+
+    def _depths(self) -> list[int]:
+        depth = [0] * len(self.ops)
+        for t, preds in enumerate(self._preds):
+            if preds:
+                depth[t] = 1 + max(depth[s] for s in preds)
+        return depth
+
+    def levels(self) -> list[list[str]]:
+        """Ops grouped by longest distance from a source: each level can run in parallel."""
+        out: list[list[str]] = []
+        for k, d in enumerate(self._depths()):
+            if d == len(out):
+                out.append([])
+            out[d].append(self.ops[k])
+        return out
+
+    def topological_order(self) -> list[str]:
+        """A valid execution order: level by level, program order within a level."""
+        return [name for level in self.levels() for name in level]
+
+    def critical_path(self, cost: Callable[[str], float] | Mapping[str, float] | None = None
+                      ) -> tuple[float, list[str]]:
+        """Longest path by total op cost (1 per op by default): ``(length, op names)``."""
+        if cost is None:
+            weight = [1.0] * len(self.ops)
+        elif isinstance(cost, Mapping):
+            weight = [float(cost.get(name, 1.0)) for name in self.ops]
+        else:
+            weight = [float(cost(name)) for name in self.ops]
+        if not self.ops:
+            return 0.0, []
+        best = [0.0] * len(self.ops)
+        via = [-1] * len(self.ops)
+        for t, preds in enumerate(self._preds):
+            if preds:
+                s = max(preds, key=lambda p: (best[p], -p))
+                best[t], via[t] = best[s] + weight[t], s
+            else:
+                best[t] = weight[t]
+        end = max(range(len(self.ops)), key=lambda k: (best[k], -k))
+        path = []
+        while end != -1:
+            path.append(self.ops[end])
+            end = via[end]
+        return best[self._index(path[0])], path[::-1]
+
+    def kinds(self) -> dict[str, int]:
+        """Number of records by kind."""
+        counts = Counter(d.kind for d in self.dependencies)
+        return {k: counts.get(k, 0) for k in ("RAW", "WAR", "WAW")}
+
+    def to_dot(self, name: str = "aliasflow") -> str:
+        """Graphviz DOT source: RAW solid, WAR and WAW dashed, implicit edges red and labelled."""
+        import graphviz
+
+        dot = graphviz.Digraph(name, graph_attr={"rankdir": "LR"},
+                               node_attr={"shape": "box", "fontname": "monospace"})
+        for op in self.ops:
+            dot.node(op)
+        for d in self.dependencies:
+            label = d.kind + (" implicit" if d.implicit else "") + f"\n{d.src_view} -> {d.dst_view}"
+            dot.edge(d.src, d.dst, label=label,
+                     style="solid" if d.kind == "RAW" else "dashed",
+                     color="red" if d.implicit else "black")
+        return dot.source
+
+    def to_json(self, elements: bool = False) -> dict:
+        deps = []
+        for d in self.dependencies:
+            rec = {"src": d.src, "dst": d.dst, "kind": d.kind, "implicit": d.implicit,
+                   "src_view": d.src_view, "dst_view": d.dst_view, "tensor": d.tensor}
+            if elements:
+                rec["elements"] = d.elements
+            deps.append(rec)
+        length, path = self.critical_path()
+        return {"ops": self.ops, "dependencies": deps, "levels": self.levels(),
+                "critical_path": {"length": length, "ops": path}}
+
+    def __len__(self) -> int:
+        return len(self.dependencies)
+
+    def __repr__(self) -> str:
+        return f"DependencyGraph({len(self.ops)} ops, {len(self.dependencies)} dependencies)"

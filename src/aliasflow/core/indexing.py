@@ -1,0 +1,139 @@
+"""NumPy basic indexing and no-copy reshape, on ``(offset, shape, stride)`` triples."""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from .errors import AliasflowError
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _slice_text(s: slice) -> str:
+    parts = ["" if s.start is None else str(s.start), "" if s.stop is None else str(s.stop)]
+    if s.step is not None:
+        parts.append(str(s.step))
+    return ":".join(parts)
+
+
+def _index_text(item) -> str:
+    if item is Ellipsis:
+        return "..."
+    if item is None:
+        return "None"
+    if isinstance(item, slice):
+        return _slice_text(item)
+    return str(int(item))
+
+
+def apply_index(view, index):
+    """Apply a NumPy basic index (ints, slices, ``...``, ``None``) to ``view``.
+
+    Returns ``(offset, shape, stride, text)`` where ``text`` renders the index for names.
+    """
+    items = index if isinstance(index, tuple) else (index,)
+    for item in items:
+        if not (item is None or item is Ellipsis or isinstance(item, slice) or _is_int(item)):
+            raise AliasflowError(
+                f"view {view.name!r}: unsupported index {item!r} (only ints, slices, ... and "
+                f"None make views; arrays and booleans would copy)")
+        if isinstance(item, slice):
+            for part in (item.start, item.stop, item.step):
+                if part is not None and not _is_int(part):
+                    raise AliasflowError(f"view {view.name!r}: slice {item!r} has a non-int bound")
+            if item.step == 0:
+                raise AliasflowError(f"view {view.name!r}: slice step cannot be zero")
+    if sum(item is Ellipsis for item in items) > 1:
+        raise AliasflowError(f"view {view.name!r}: an index can only have one '...'")
+    real = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if real > view.ndim:
+        raise AliasflowError(f"view {view.name!r}: too many indices ({real}) for "
+                             f"{view.ndim} dims")
+    fill = (slice(None),) * (view.ndim - real)
+    if Ellipsis in items:
+        at = next(i for i, item in enumerate(items) if item is Ellipsis)
+        expanded = items[:at] + fill + items[at + 1:]
+    else:
+        expanded = items + fill
+
+    offset, shape, stride, dim = view.offset, [], [], 0
+    for item in expanded:
+        if item is None:
+            shape.append(1)
+            stride.append(0)
+            continue
+        n, s = view.shape[dim], view.stride[dim]
+        if isinstance(item, slice):
+            start, stop, step = item.indices(n)
+            length = len(range(start, stop, step))
+            if length:
+                offset += start * s
+            shape.append(length)
+            stride.append(s * step)
+        else:
+            i = int(item) + (n if item < 0 else 0)
+            if not 0 <= i < n:
+                raise AliasflowError(f"view {view.name!r}: index {int(item)} out of range for "
+                                     f"axis {dim} of size {n}")
+            offset += i * s
+        dim += 1
+    return offset, shape, stride, ", ".join(_index_text(item) for item in items)
+
+
+def nocopy_reshape(view, shape):
+    """New ``(shape, stride)`` for ``view`` reshaped without copying (NumPy's rule).
+
+    Follows ``_attempt_nocopy_reshape`` in NumPy: runs of old axes that are contiguous with
+    each other can be split or merged; anything else would need a copy and is refused.
+    """
+    shape = list(shape)
+    for d in shape:
+        if not _is_int(d) or d < -1:
+            raise AliasflowError(f"view {view.name!r}: bad size {d!r} in reshape {tuple(shape)}")
+    if shape.count(-1) > 1:
+        raise AliasflowError(f"view {view.name!r}: reshape {tuple(shape)} has more than one -1")
+    if -1 in shape:
+        known = prod(d for d in shape if d != -1)
+        if known == 0 or view.size % known:
+            raise AliasflowError(f"view {view.name!r}: cannot reshape size {view.size} "
+                                 f"into {tuple(shape)}")
+        shape[shape.index(-1)] = view.size // known
+    shape = [int(d) for d in shape]
+    if prod(shape) != view.size:
+        raise AliasflowError(f"view {view.name!r}: cannot reshape size {view.size} "
+                             f"(shape {view.shape}) into {tuple(shape)}")
+    if view.size == 0:
+        from .view import row_major_strides
+        return tuple(shape), row_major_strides(tuple(shape))
+
+    old = [(n, s) for n, s in zip(view.shape, view.stride) if n != 1]
+    old_dims = [n for n, _ in old]
+    old_strides = [s for _, s in old]
+    new_strides = [0] * len(shape)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(shape) and oi < len(old_dims):
+        np_, op = shape[ni], old_dims[oi]
+        while np_ != op:
+            if np_ < op:
+                np_ *= shape[nj]
+                nj += 1
+            else:
+                op *= old_dims[oj]
+                oj += 1
+        for ok in range(oi, oj - 1):
+            if old_strides[ok] != old_dims[ok + 1] * old_strides[ok + 1]:
+                raise AliasflowError(
+                    f"view {view.name!r}: reshape {view.shape} -> {tuple(shape)} needs a copy "
+                    f"(stride {view.stride} is not contiguous across the merged axes)")
+        new_strides[nj - 1] = old_strides[oj - 1]
+        for nk in range(nj - 1, ni, -1):
+            new_strides[nk - 1] = new_strides[nk] * shape[nk]
+        ni, nj = nj, nj + 1
+        oi, oj = oj, oj + 1
+    last = new_strides[ni - 1] if ni >= 1 else 1
+    for nk in range(ni, len(shape)):
+        new_strides[nk] = last
+    return tuple(shape), tuple(new_strides)

@@ -1,0 +1,209 @@
+"""Operations: records ``(kind, inputs, outputs, params)`` plus the kernel that runs them.
+
+Semantics (see SPEC): an op reads every input before it writes any output, so an output that
+overlaps one of its own inputs sees the old values; writing through a view with internal
+overlap is ambiguous and refused for every op but Fill; shape and dtype mismatches are refused
+before anything is written.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import AliasflowError
+from .functions import resolve
+from .view import TensorView
+
+
+class Operation:
+    """Base class: a named op reading ``input_views`` and writing ``output_views``.
+
+    Ops without outputs keep their value in ``result`` after :meth:`execute`.
+    """
+
+    kind = "op"
+    arity: int | None = None  # inputs the kernel needs; None: any number
+
+    def __init__(self, name: str):
+        if not isinstance(name, str) or not name:
+            raise AliasflowError(f"op name must be a non-empty string, got {name!r}")
+        self.name = name
+        self.input_views: list[TensorView] = []
+        self.output_views: list[TensorView] = []
+        self.result: np.ndarray | None = None
+
+    def _checked(self, role: str, views) -> list[TensorView]:
+        for v in views:
+            if not isinstance(v, TensorView):
+                raise AliasflowError(f"op {self.name!r}: {role} must be TensorViews, "
+                                     f"got {type(v).__name__}")
+        return list(views)
+
+    def set_inputs(self, *views: TensorView) -> "Operation":
+        """Append input views; returns the op for chaining."""
+        self.input_views.extend(self._checked("inputs", views))
+        return self
+
+    def set_outputs(self, *views: TensorView) -> "Operation":
+        """Append output views; returns the op for chaining."""
+        self.output_views.extend(self._checked("outputs", views))
+        return self
+
+    @property
+    def params(self) -> dict:
+        """Parameters beyond the views (what a program file stores)."""
+        return {}
+
+    def compute(self, values: list[np.ndarray]):
+        """The kernel: the value to write to every output, from the input values."""
+        raise NotImplementedError
+
+    def _shapes(self, views) -> str:
+        return ", ".join(f"{v.name} {v.shape}" for v in views)
+
+    def execute(self) -> None:
+        """Run the op once: read all inputs, compute, check, then write every output."""
+        if self.arity is not None and len(self.input_views) != self.arity:
+            raise AliasflowError(f"op {self.name!r} ({self.kind}) needs {self.arity} input(s), "
+                                 f"has {len(self.input_views)}")
+        if self.kind != "fill":
+            for out in self.output_views:
+                if out.has_internal_overlap():
+                    raise AliasflowError(
+                        f"op {self.name!r}: output view {out.name!r} (shape {out.shape}, "
+                        f"stride {out.stride}) maps several indices to one element; writing "
+                        f"through it is ambiguous")
+        out_tensors = {id(v.tensor) for v in self.output_views}
+        # Copy inputs that share storage with an output: inputs are read before any write.
+        values = [np.array(v.numpy()) if id(v.tensor) in out_tensors else v.numpy()
+                  for v in self.input_views]
+        value = self.compute(values)
+        arrays = []
+        for out in self.output_views:
+            val = np.asarray(value)
+            if not _broadcasts(val.shape, out.shape) \
+                    or np.broadcast_shapes(val.shape, out.shape) != out.shape:
+                raise AliasflowError(f"op {self.name!r}: result of shape {val.shape} does not "
+                                     f"fit output {out.name!r} of shape {out.shape}")
+            if not np.can_cast(val.dtype, out.dtype, "same_kind"):
+                raise AliasflowError(f"op {self.name!r}: result dtype {val.dtype} cannot be "
+                                     f"written to output {out.name!r} of dtype {out.dtype}")
+            arrays.append((out._ndarray(), val))
+        for arr, val in arrays:
+            arr[...] = val
+        self.result = None if self.output_views else value
+
+    def __repr__(self) -> str:
+        ins = ", ".join(v.name for v in self.input_views)
+        outs = ", ".join(v.name for v in self.output_views)
+        return f"{type(self).__name__}({self.name!r}: [{ins}] -> [{outs}])"
+
+
+def _broadcasts(a: tuple, b: tuple) -> bool:
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
+    return True
+
+
+class FillOperation(Operation):
+    """Write ``fill_value`` to every element of every output (the only op allowed to write
+    through a view with internal overlap, since every write stores the same value)."""
+
+    kind = "fill"
+    arity = 0
+
+    def __init__(self, name: str, fill_value: float = 1.0):
+        super().__init__(name)
+        if isinstance(fill_value, (bool, np.bool_)) or not isinstance(
+                fill_value, (int, float, np.integer, np.floating)):
+            raise AliasflowError(f"op {name!r}: fill_value must be a number, got {fill_value!r}")
+        self.fill_value = fill_value
+
+    @property
+    def params(self) -> dict:
+        return {"fill_value": self.fill_value}
+
+    def compute(self, values):
+        return np.asarray(self.fill_value)
+
+    def execute(self) -> None:
+        for out in self.output_views:
+            cast = np.asarray(self.fill_value).astype(out.dtype)
+            if not (cast == self.fill_value or np.isnan(self.fill_value)):
+                raise AliasflowError(f"op {self.name!r}: fill_value {self.fill_value!r} is not "
+                                     f"representable in {out.name!r} of dtype {out.dtype}")
+        super().execute()
+
+
+class _FnOperation(Operation):
+    family = ""
+
+    def __init__(self, name: str, fn="copy"):
+        super().__init__(name)
+        self.fn, self.fn_name = resolve(name, self.family, fn)
+
+    @property
+    def params(self) -> dict:
+        return {"fn": self.fn_name}
+
+
+class TransformOperation(_FnOperation):
+    """Elementwise unary op: ``out = fn(in)`` (default: copy)."""
+
+    kind = "transform"
+    arity = 1
+    family = "unary"
+
+    def __init__(self, name: str, fn="copy"):
+        super().__init__(name, fn)
+
+    def compute(self, values):
+        return self.fn(values[0])
+
+
+class BinaryOperation(_FnOperation):
+    """Elementwise binary op with NumPy broadcasting: ``out = fn(a, b)`` (default: add)."""
+
+    kind = "binary"
+    arity = 2
+    family = "binary"
+
+    def __init__(self, name: str, fn="add"):
+        super().__init__(name, fn)
+
+    def compute(self, values):
+        a, b = values
+        if not _broadcasts(a.shape, b.shape):
+            raise AliasflowError(f"op {self.name!r}: input shapes do not broadcast: "
+                                 f"{self._shapes(self.input_views)}")
+        return self.fn(a, b)
+
+
+class ReduceOperation(_FnOperation):
+    """Reduce the input along ``axis`` (default: sum over the last axis)."""
+
+    kind = "reduce"
+    arity = 1
+    family = "reduce"
+
+    def __init__(self, name: str, axis: int = -1, fn="sum"):
+        super().__init__(name, fn)
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise AliasflowError(f"op {name!r}: axis must be an int, got {axis!r}")
+        self.axis = int(axis)
+
+    @property
+    def params(self) -> dict:
+        return {"fn": self.fn_name, "axis": self.axis}
+
+    def compute(self, values):
+        (x,) = values
+        if not -x.ndim <= self.axis < x.ndim:
+            raise AliasflowError(f"op {self.name!r}: axis {self.axis} out of range for input "
+                                 f"{self.input_views[0].name!r} of shape {x.shape}")
+        return np.asarray(self.fn(x, axis=self.axis))
+
+
+OP_KINDS = {cls.kind: cls for cls in
+            (FillOperation, TransformOperation, BinaryOperation, ReduceOperation)}

@@ -1,0 +1,59 @@
+"""Programs: tensors, views and ops in program order, with names unique in each kind."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .errors import AliasflowError
+from .operations import Operation
+from .tensor import Tensor
+from .view import TensorView
+
+
+def check_ops(ops: Iterable[Operation]) -> list[Operation]:
+    """Return ``ops`` as a list after checking they are ops with distinct names."""
+    ops = list(ops)
+    seen: set[str] = set()
+    for i, op in enumerate(ops):
+        if not isinstance(op, Operation):
+            raise AliasflowError(f"ops[{i}] is not an Operation: {op!r}")
+        if op.name in seen:
+            raise AliasflowError(f"op name {op.name!r} is used twice; op names must be unique")
+        seen.add(op.name)
+    return ops
+
+
+class Program:
+    """A program: its tensors, named views and ops (in program order).
+
+    Tensors and views not listed are collected from the ops.
+    """
+
+    def __init__(self, ops: Iterable[Operation], tensors: Iterable[Tensor] = (),
+                 views: Iterable[TensorView] = ()):
+        self.ops = check_ops(ops)
+        self.tensors: dict[str, Tensor] = {}
+        self.views: dict[str, TensorView] = {}
+        for t in tensors:
+            self._add_tensor(t)
+        for v in list(views) + [v for op in self.ops
+                                for v in op.input_views + op.output_views]:
+            self._add_tensor(v.tensor)
+            old = self.views.setdefault(v.name, v)
+            if old is not v and old != v:
+                raise AliasflowError(f"view name {v.name!r} names two different views: "
+                                     f"{old!r} and {v!r}")
+
+    def _add_tensor(self, t: Tensor) -> None:
+        old = self.tensors.setdefault(t.name, t)
+        if old is not t:
+            raise AliasflowError(f"tensor name {t.name!r} names two different tensors")
+
+    def op(self, name: str) -> Operation:
+        for op in self.ops:
+            if op.name == name:
+                return op
+        raise AliasflowError(f"no op named {name!r}; ops are {', '.join(o.name for o in self.ops)}")
+
+    def __repr__(self) -> str:
+        return (f"Program({len(self.tensors)} tensors, {len(self.views)} views, "
+                f"{len(self.ops)} ops)")
