@@ -1,0 +1,300 @@
+"""Public exact-overlap functions on layouts.
+
+Every function accepts a :class:`~aliasflow.solver.layout.Layout` or a plain
+``(offset, shape, stride)`` triple of Python ints.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .cells import (DEFAULT_LIMIT, TooLargeError, enumerate_nf, member_mask,
+                    membership_cost, product_cells)
+from .layout import Layout, as_triple, norm, unnormalize
+from .radix import ap_intersect, ap_subset, product_form
+from .search import solve
+
+__all__ = ["intersects", "witness", "count_shared", "shared_cells", "footprint",
+           "internal_witness", "has_internal_overlap", "covers"]
+
+COVERS_ENUMERATION_LIMIT = 4096
+
+
+def _nf(layout):
+    if type(layout) is tuple:
+        off, shape, stride = layout
+        if type(shape) is not tuple:
+            shape = tuple(shape)
+        if type(stride) is not tuple:
+            stride = tuple(stride)
+        return norm(off, shape, stride)
+    if isinstance(layout, Layout):
+        return norm(layout.offset, layout.shape, layout.stride)
+    return norm(*as_triple(layout))
+
+
+def _pair(na, nb, want):
+    """Solve the overlap of two normal forms.
+
+    Returns ``None`` (disjoint), ``True`` (overlap, ``want`` false) or normalised
+    indices ``(wa, wb)``.
+    """
+    if na is None or nb is None:
+        return None
+    oa, sa, za, _, ha = na
+    ob, sb, zb, _, hb = nb
+    if ha < ob or hb < oa:
+        return None
+    if oa == ob:
+        return ([0] * len(sa), [0] * len(sb)) if want else True
+    if ha == hb:
+        return ([n - 1 for n in za], [n - 1 for n in zb]) if want else True
+    # sa.x + sb.(nb-1-y) = hb - oa, all coefficients positive; merge equal strides
+    d = hb - oa
+    merged = {}
+    for k, s in enumerate(sa):
+        merged[s] = [za[k] - 1, 0, k, -1]
+    for k, s in enumerate(sb):
+        e = merged.get(s)
+        if e is None:
+            merged[s] = [0, zb[k] - 1, -1, k]
+        else:
+            e[1] = zb[k] - 1
+            e[3] = k
+    coefs = list(merged)
+    terms = [(c, merged[c][0] + merged[c][1]) for c in coefs]
+    z = solve(terms, d)
+    if z is None:
+        return None
+    if not want:
+        return True
+    wa = [0] * len(sa)
+    wb = [0] * len(sb)
+    for c, zi in zip(coefs, z):
+        ua, ub, ka, kb = merged[c]
+        x = zi if zi < ua else ua
+        if ka >= 0:
+            wa[ka] = x
+        if kb >= 0:
+            wb[kb] = zb[kb] - 1 - (zi - x)
+    return wa, wb
+
+
+def intersects(a, b) -> bool:
+    """Exactly: do the footprints of layouts ``a`` and ``b`` share a cell?
+
+    Examples
+    --------
+    >>> intersects((0, (2, 2), (4, 1)), (5, (2, 2), (4, 1)))
+    True
+    >>> intersects((0, (2, 2), (4, 1)), (8, (2, 2), (4, 1)))
+    False
+    """
+    return _pair(_nf(a), _nf(b), False) is not None
+
+
+def witness(a, b):
+    """Indices ``(x, y)`` (in ``a``'s and ``b``'s original index spaces) of one shared cell, or None.
+
+    Examples
+    --------
+    >>> witness((0, (3,), (2,)), (4, (2,), (-1,)))
+    ((2,), (0,))
+    """
+    na, nb = _nf(a), _nf(b)
+    res = _pair(na, nb, True)
+    if res is None:
+        return None
+    return unnormalize(na[3], res[0]), unnormalize(nb[3], res[1])
+
+
+def _general_plan(na, nb, limit):
+    """Pick which side to enumerate: ``(X, Y)`` so that cells of X are tested in Y."""
+    best = None
+    for x, y in ((na, nb), (nb, na)):
+        size = 1
+        for n in x[2]:
+            size *= n
+        cost = size + membership_cost(y)
+        if size <= limit and membership_cost(y) <= limit and (best is None or cost < best[0]):
+            best = (cost, x, y)
+    if best is None:
+        sa = np.prod([float(n) for n in na[2]])
+        sb = np.prod([float(n) for n in nb[2]])
+        raise TooLargeError(
+            f"layouts are not slices of one parent and the smaller footprint has about "
+            f"{min(sa, sb):.3g} cells, over the enumeration limit of {limit}")
+    return best[1], best[2]
+
+
+def _shared_general(na, nb, limit):
+    x, y = _general_plan(na, nb, limit)
+    cells = enumerate_nf(x[:3], limit)
+    return cells[member_mask(y[:3], cells, limit)]
+
+
+def count_shared(a, b, limit=None) -> int:
+    """Exact number of distinct cells in both footprints.
+
+    Slices of one parent are counted level by level in a common mixed-radix
+    system; otherwise the smaller footprint is enumerated (vectorised) and
+    tested arithmetically, raising :class:`TooLargeError` past ``limit``.
+
+    Examples
+    --------
+    >>> count_shared((0, (3, 3), (4, 1)), (5, (2, 2), (4, 1)))
+    4
+    """
+    na, nb = _nf(a), _nf(b)
+    if _pair(na, nb, False) is None:
+        return 0
+    pf = product_form(na[:3], nb[:3])
+    if pf is not None:
+        count = 1
+        for p, q in zip(pf[1][0][0], pf[1][1][0]):
+            count *= ap_intersect(p, q)[2]
+        return count
+    limit = DEFAULT_LIMIT if limit is None else limit
+    return int(_shared_general(na, nb, limit).size)
+
+
+def shared_cells(a, b, limit=None) -> np.ndarray:
+    """Sorted unique cells in both footprints (int64), or :class:`TooLargeError` past ``limit``.
+
+    Examples
+    --------
+    >>> shared_cells((0, (3, 3), (4, 1)), (5, (2, 2), (4, 1))).tolist()
+    [5, 6, 9, 10]
+    """
+    limit = DEFAULT_LIMIT if limit is None else limit
+    na, nb = _nf(a), _nf(b)
+    if _pair(na, nb, False) is None:
+        return np.empty(0, dtype=np.int64)
+    pf = product_form(na[:3], nb[:3])
+    if pf is not None:
+        aps = [ap_intersect(p, q) for p, q in zip(pf[1][0][0], pf[1][1][0])]
+        return product_cells(pf[0], aps, limit)
+    out = _shared_general(na, nb, max(limit, DEFAULT_LIMIT))
+    if out.size > limit:
+        raise TooLargeError(f"shared cells: {out.size} cells, over the limit of {limit}")
+    return out
+
+
+def footprint(a, limit=None) -> np.ndarray:
+    """Sorted unique cells of a layout (int64), or :class:`TooLargeError` past ``limit`` indices.
+
+    Examples
+    --------
+    >>> footprint((0, (2, 2), (4, 1))).tolist()
+    [0, 1, 4, 5]
+    """
+    return enumerate_nf(_nf(a), limit)
+
+
+@lru_cache(maxsize=16384)
+def _internal(off, shape, stride):
+    if 0 in shape:
+        return None
+    dims = []
+    for j, (n, s) in enumerate(zip(shape, stride)):
+        if n == 0:
+            return None
+        if n == 1:
+            continue
+        if s == 0:
+            x = [0] * len(shape)
+            y = list(x)
+            y[j] = 1
+            return tuple(x), tuple(y)
+        dims.append((abs(s), j, n, s < 0))
+    dims.sort()
+    span = 0
+    for k, (s, j, n, _) in enumerate(dims):
+        if s <= span:
+            break
+        span += s * (n - 1)
+    else:
+        return None  # superincreasing: injective
+    terms = [(s, 2 * (n - 1)) for s, _, n, _ in dims]
+    ex = [n - 1 for _, _, n, _ in dims]
+    d = sum(s * (n - 1) for s, _, n, _ in dims)
+    z = solve(terms, d, exclude=ex)
+    if z is None:
+        return None
+    x = [0] * len(shape)
+    y = [0] * len(shape)
+    for zi, u, (s, j, n, flipped) in zip(z, ex, dims):
+        w = zi - u
+        xp, yp = (w, 0) if w > 0 else (0, -w)
+        x[j] = n - 1 - xp if flipped else xp
+        y[j] = n - 1 - yp if flipped else yp
+    return tuple(x), tuple(y)
+
+
+def internal_witness(a):
+    """Two different indices of ``a`` that map to the same cell, or None.
+
+    Examples
+    --------
+    >>> internal_witness((0, (3, 2), (1, 2)))
+    ((2, 0), (0, 1))
+    """
+    return _internal(*as_triple(a))
+
+
+def has_internal_overlap(a) -> bool:
+    """Exactly: do two different indices of ``a`` map to the same cell?
+
+    Examples
+    --------
+    >>> has_internal_overlap((0, (4, 4), (1, 1)))
+    True
+    >>> has_internal_overlap((0, (4, 4), (4, 1)))
+    False
+    """
+    return _internal(*as_triple(a)) is not None
+
+
+def covers(a, b) -> bool:
+    """Conservatively: is ``footprint(b)`` a subset of ``footprint(a)``?
+
+    Never answers True wrongly; may answer False when unsure.  It is True for
+    identical normalised layouts, for a contiguous ``a`` containing ``b``'s
+    extent, for sub-boxes ``b`` of ``a`` sliced from one parent (including
+    stepped, flipped, permuted and broadcast ones), and for small ``b``
+    (at most 4096 indices), which is checked cell by cell.
+
+    Examples
+    --------
+    >>> covers((0, (4, 4), (4, 1)), (5, (2, 2), (4, 1)))
+    True
+    >>> covers((5, (2, 2), (4, 1)), (0, (4, 4), (4, 1)))
+    False
+    """
+    na, nb = _nf(a), _nf(b)
+    if nb is None:
+        return True
+    if na is None:
+        return False
+    if nb[0] < na[0] or nb[4] > na[4]:
+        return False
+    if na[1:3] == nb[1:3] and na[0] == nb[0]:
+        return True
+    if na[1] == (1,) or not na[1]:
+        return True
+    pf = product_form(na[:3], nb[:3])
+    if pf is not None:
+        return all(ap_subset(q, p) for p, q in zip(pf[1][0][0], pf[1][1][0]))
+    size = 1
+    for n in nb[2]:
+        size *= n
+    if size <= COVERS_ENUMERATION_LIMIT and membership_cost(na) <= 1_000_000:
+        try:
+            cells = enumerate_nf(nb[:3])
+            return bool(member_mask(na[:3], cells).all())
+        except (OverflowError, TooLargeError):
+            return False
+    return False
+

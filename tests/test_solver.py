@@ -1,0 +1,231 @@
+"""Solver tests against an independent brute force (small layouts)."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from aliasflow.solver import (DEFAULT_LIMIT, Layout, TooLargeError, count_shared, covers,
+                              footprint, has_internal_overlap, internal_witness, intersects,
+                              normalize, shared_cells, solve, to_cells, witness)
+
+
+# ---------------------------------------------------------------- brute force (independent)
+
+def brute_cells(off, shape, stride):
+    """Index -> cell map by plain Python iteration."""
+    return {idx: off + sum(s * i for s, i in zip(stride, idx))
+            for idx in itertools.product(*[range(n) for n in shape])}
+
+
+def brute_fp(lay):
+    return set(brute_cells(*lay).values())
+
+
+def cell_of(lay, idx):
+    off, shape, stride = lay
+    assert len(idx) == len(shape)
+    for i, n in zip(idx, shape):
+        assert 0 <= i < n
+    return off + sum(s * i for s, i in zip(stride, idx))
+
+
+# ---------------------------------------------------------------- strategies
+
+@st.composite
+def small_layout(draw, max_dims=4, max_cells=400):
+    nd = draw(st.integers(0, max_dims))
+    shape = []
+    total = 1
+    for _ in range(nd):
+        n = draw(st.integers(0, 6))
+        if total * max(n, 1) > max_cells:
+            n = 1
+        total *= max(n, 1)
+        shape.append(n)
+    stride = [draw(st.integers(-13, 13)) for _ in range(nd)]
+    off = draw(st.integers(-20, 60))
+    return off, tuple(shape), tuple(stride)
+
+
+@st.composite
+def small_pair(draw):
+    a = draw(small_layout())
+    b = draw(small_layout())
+    if draw(st.booleans()):  # strides often shared, like views of one parent
+        nd = len(b[1])
+        pool = list(a[2]) + [1, 4, 12]
+        b = (b[0], b[1], tuple(draw(st.sampled_from(pool)) * draw(st.sampled_from([1, 1, -1, 2]))
+                                for _ in range(nd)))
+    return a, b
+
+
+CFG = settings(max_examples=300, deadline=None)
+
+
+@CFG
+@given(small_pair())
+def test_pair_against_brute_force(pair):
+    a, b = pair
+    fa, fb = brute_fp(a), brute_fp(b)
+    shared = fa & fb
+    assert intersects(a, b) == bool(shared)
+    assert intersects(b, a) == bool(shared)
+    w = witness(a, b)
+    if shared:
+        x, y = w
+        assert cell_of(a, x) == cell_of(b, y)
+    else:
+        assert w is None
+    assert count_shared(a, b) == len(shared)
+    assert shared_cells(a, b).tolist() == sorted(shared)
+    if covers(a, b):
+        assert fb <= fa
+    if fb <= fa and normalize(Layout(*a)) == normalize(Layout(*b)):
+        pass
+    if normalize(Layout(*a)) == normalize(Layout(*b)):
+        assert fa == fb and covers(a, b)
+
+
+@CFG
+@given(small_layout())
+def test_single_layout_against_brute_force(a):
+    cells = brute_cells(*a)
+    fp = set(cells.values())
+    assert footprint(a).tolist() == sorted(fp)
+    n = normalize(Layout(*a))
+    assert brute_fp((n.offset, n.shape, n.stride)) == fp
+    assert has_internal_overlap(a) == (len(fp) < len(cells))
+    w = internal_witness(a)
+    if w is None:
+        assert len(fp) == len(cells)
+    else:
+        x, y = w
+        assert x != y and cell_of(a, x) == cell_of(a, y)
+    assert covers(a, a)
+    lo_hi = Layout(*a).extent()
+    assert lo_hi == ((min(fp), max(fp)) if fp else None)
+    if fp:
+        lo, hi = lo_hi
+        assert covers((lo, (hi - lo + 1,), (1,)), a)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 50), st.integers(0, 12)), min_size=0, max_size=5),
+       st.integers(0, 300))
+def test_solve_against_brute_force(terms, d):
+    z = solve(terms, d)
+    sols = [zz for zz in itertools.product(*[range(u + 1) for _, u in terms])
+            if sum(c * v for (c, _), v in zip(terms, zz)) == d]
+    if sols:
+        assert z is not None and sum(c * v for (c, _), v in zip(terms, z)) == d
+        assert all(0 <= v <= u for (_, u), v in zip(terms, z))
+    else:
+        assert z is None
+
+
+def test_solve_budget_fallback_to_isl():
+    # tiny budget forces the isl path; answers must be unchanged
+    terms = [(7, 5), (11, 4), (13, 3)]
+    for d in range(0, 120):
+        z = solve(terms, d, budget=1)
+        ref = solve(terms, d)
+        assert (z is None) == (ref is None)
+        if z is not None:
+            assert sum(c * v for (c, _), v in zip(terms, z)) == d
+    # with exclusion
+    z = solve([(2, 2), (4, 2)], 4, exclude=[0, 1], budget=1)
+    assert z == [2, 0]
+
+
+# ---------------------------------------------------------------- Layout / to_cells
+
+def test_layout_validation():
+    with pytest.raises(ValueError):
+        Layout(0, (2, 3), (1,))
+    with pytest.raises(ValueError):
+        Layout(0, (-1,), (1,))
+    with pytest.raises(TypeError):
+        Layout(0, (2.5,), (1,))
+    lay = Layout(np.int64(3), [2, 3], [3, -1])
+    assert lay.offset == 3 and type(lay.offset) is int and lay.shape == (2, 3)
+    assert lay.size == 6 and lay.extent() == (1, 6)
+    assert Layout(0, (2, 0), (1, 1)).extent() is None
+
+
+def test_to_cells():
+    lay = to_cells(8, (3,), (8,), 8, 4)
+    assert lay == Layout(2, (3, 2), (2, 1))
+    assert to_cells(16, (2, 2), (32, 8), 8, 8) == Layout(2, (2, 2, 1), (4, 1, 1))
+    with pytest.raises(ValueError, match="offset 6"):
+        to_cells(6, (3,), (8,), 8, 4)
+    with pytest.raises(ValueError, match="stride 6"):
+        to_cells(8, (3,), (6,), 8, 4)
+    with pytest.raises(ValueError, match="itemsize 6"):
+        to_cells(8, (3,), (8,), 6, 4)
+    # mixed units: float64 elements against their int32 halves
+    a = to_cells(0, (4,), (8,), 8, 4)
+    b = to_cells(4, (4,), (8,), 4, 4)
+    assert count_shared(a, b) == 4 and intersects(a, b)
+
+
+def test_normalize_examples():
+    assert normalize(Layout(11, (3, 4), (-4, -1))) == Layout(0, (12,), (1,))
+    assert normalize(Layout(5, (3, 1, 4), (0, 7, 2))) == Layout(5, (4,), (2,))
+    # sliding window merges into an interval
+    assert normalize(Layout(0, (5, 3), (1, 1))) == Layout(0, (7,), (1,))
+
+
+# ---------------------------------------------------------------- big values
+
+def test_huge_values_exact():
+    big = 2**62
+    a = (0, (2**20, 2**20), (2**21, 1))
+    b = (2**20, (2**20, 2**20), (2**21, 1))
+    assert not intersects(a, b)
+    assert count_shared(a, b) == 0
+    c = (big, (3,), (-big // 2,))
+    assert footprint(c).tolist() == [0, big // 2, big]
+    assert intersects(c, (big // 2, (1,), (1,)))
+    x, y = witness(c, (big // 2, (1,), (1,)))
+    assert x == (1,)
+    assert count_shared((0, (2**40,), (1,)), (2**39, (2**40,), (1,))) == 2**39
+    with pytest.raises(TooLargeError, match="cells"):
+        shared_cells((0, (2**40,), (1,)), (2**39, (2**40,), (1,)))
+    with pytest.raises(TooLargeError):
+        footprint((0, (2**30,), (1,)))
+    with pytest.raises(TooLargeError, match=str(10)):
+        shared_cells((0, (100,), (1,)), (0, (100,), (1,)), limit=10)
+    assert DEFAULT_LIMIT >= 10**6
+
+
+def test_count_without_enumeration_for_parent_slices():
+    # slices of a (2**20, 2**20) row-major parent: product form, no enumeration
+    W = 2**20
+    a = (3 * W + 5, (2**19, 2**19), (W, 1))
+    b = (2**18 * W + 2**18, (2**18, 2**18), (2 * W, 2))
+    n = count_shared(a, b)
+    # rows: a 3..3+2**19-1, b 2**18 + 2k ; cols: a 5..5+2**19-1, b 2**18 + 2k
+    rows = len(set(range(3, 3 + 2**19)) & set(range(2**18, 2**18 + 2 * 2**18, 2)))
+    cols = len(set(range(5, 5 + 2**19)) & set(range(2**18, 2**18 + 2 * 2**18, 2)))
+    assert n == rows * cols
+    assert covers((0, (W, W), (W, 1)), b)
+    assert covers(a, (3 * W + 7, (100, 100), (-W, 3)) ) is False
+    assert covers(a, (103 * W + 7, (100, 100), (-W, 3)))
+
+
+def test_internal_overlap_zero_stride():
+    assert internal_witness((0, (3, 2), (0, 1))) == ((0, 0), (1, 0))
+    assert not has_internal_overlap((0, (1, 5), (0, 1)))
+    assert not has_internal_overlap((0, (0, 5), (0, 1)))
+
+
+def test_empty():
+    e = (0, (0, 3), (1, 1))
+    assert not intersects(e, (0, (5,), (1,)))
+    assert witness(e, e) is None
+    assert count_shared(e, e) == 0
+    assert footprint(e).size == 0
+    assert covers((0, (5,), (1,)), e)
+    assert not covers(e, (0, (5,), (1,)))
