@@ -95,7 +95,10 @@ class _Storage:
         index.remove(rid, *view.extent)
 
 
-def ordering_edges(ops: list[Operation]) -> list[Dependency]:
+PROGRESS_STEP = 1024
+
+
+def ordering_edges(ops: list[Operation], progress=None) -> list[Dependency]:
     """Edges whose transitive closure orders every conflicting pair; each a real conflict."""
     storages: dict[int, _Storage] = {}
     found: dict[tuple, Dependency] = {}
@@ -134,6 +137,10 @@ def ordering_edges(ops: list[Operation]) -> list[Dependency]:
         # Records of op j go in after all of its accesses: an op never depends on itself.
         for st, index, view in pending:
             st.add(index, j, view)
+        if progress is not None and j % PROGRESS_STEP == PROGRESS_STEP - 1:
+            progress(PROGRESS_STEP)
+    if progress is not None:
+        progress(len(ops) % PROGRESS_STEP)
     return sorted(found.values(), key=_order_key(ops))
 
 
@@ -155,7 +162,7 @@ def all_conflicts(ops: list[Operation]) -> list[Dependency]:
     return found
 
 
-def analyze(ops, complete: bool = False) -> DependencyGraph:
+def analyze(ops, complete: bool = False, progress=None) -> DependencyGraph:
     """Dependency graph of ``ops`` (in program order).
 
     Parameters
@@ -166,6 +173,8 @@ def analyze(ops, complete: bool = False) -> DependencyGraph:
         conflict and every conflicting pair is ordered by the edges' transitive closure.
         True: every conflicting access pair, by comparing all pairs; quadratic, meant for
         small programs (a few thousand ops).
+    progress : callable, optional
+        Called with a number of ops analysed so far, every thousand ops or so.
 
     Examples
     --------
@@ -177,7 +186,7 @@ def analyze(ops, complete: bool = False) -> DependencyGraph:
     [('w', 'r', 'RAW', True)]
     """
     ops = check_ops(ops)
-    deps = all_conflicts(ops) if complete else ordering_edges(ops)
+    deps = all_conflicts(ops) if complete else ordering_edges(ops, progress)
     return DependencyGraph([op.name for op in ops], deps)
 
 

@@ -1,0 +1,184 @@
+"""The ``aliasflow`` command line: demo, analyze, run, flow, show."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import render
+from .analysis.dependencies import analyze, analyze_dependencies
+from .analysis.flow import value_flow
+from .core.errors import AliasflowError, ExecutionError
+from .core.program import Program
+from .execution.runner import run as run_ops
+from .seeds import ERRATUM, complex_example, simple_example
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Find the hidden data flow between operations on aliasing tensor views.")
+# Piped output gets room for the tables instead of the 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 120)
+errors = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+PROGRESS_MIN_OPS = 2000  # below this, work is instant and a bar is noise
+
+
+@contextmanager
+def _clean_errors():
+    """Bad input and failed ops end the command with one line on stderr and exit code 1."""
+    try:
+        yield
+    except (AliasflowError, ExecutionError, OSError) as exc:
+        errors.print(f"[bold red]error:[/] {exc}".replace("\n", "\n  "), highlight=False)
+        raise typer.Exit(1)
+    except KeyboardInterrupt:
+        errors.print("[bold red]interrupted[/]")
+        raise typer.Exit(130)
+
+
+def _load(path: Path) -> Program:
+    from .io import load_program
+    return load_program(path)
+
+
+@contextmanager
+def _progress(label: str, total: int):
+    """A progress bar for long work (many ops), else nothing."""
+    if total < PROGRESS_MIN_OPS:
+        yield None
+        return
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=errors, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _summary(graph, seconds: float) -> str:
+    kinds = graph.kinds()
+    length, path = graph.critical_path()
+    shown = " -> ".join(path) if len(path) <= 8 else " -> ".join(path[:4] + ["..."] + path[-3:])
+    return (f"{len(graph.ops)} ops, {len(graph.dependencies)} edges "
+            f"(RAW {kinds['RAW']}, WAR {kinds['WAR']}, WAW {kinds['WAW']}), "
+            f"{len(graph.levels())} levels, critical path {int(length)} ops: {shown}; "
+            f"analysed in {seconds * 1e3:.1f} ms")
+
+
+def _show_example(title: str, program: Program) -> None:
+    console.rule(f"[bold]{title}")
+    for name in program.tensors:
+        console.print(render.grid(program, name))
+    console.print(render.footprint_table(program))
+    graph = analyze(program.ops, complete=True)
+    console.print(render.dependency_table(graph, "Conflicts (every conflicting access pair)"))
+    console.print(render.levels_text(analyze(program.ops)))
+    for op in program.ops:
+        flows = value_flow(program.ops, op)
+        if flows:
+            console.print(render.flow_table(flows, f"Value flow into {op.name}"))
+
+
+@app.command()
+def demo() -> None:
+    """Analyse the seed article's two examples: storage grids, footprints, dependencies."""
+    with _clean_errors():
+        _show_example("Seed simple example", simple_example())
+        program = complex_example()
+        _show_example("Seed complex example", program)
+        console.print("[bold]Seed-compatible analyze_dependencies:[/]",
+                      analyze_dependencies(program.ops))
+        console.print(f"[bold]Note on the seed's prose:[/] {ERRATUM}")
+        try:
+            run_ops(program.ops)
+        except ExecutionError as exc:
+            console.print(f"[bold]Executing the complex example[/] stops as it should: {exc}",
+                          highlight=False)
+
+
+@app.command("analyze")
+def analyze_cmd(
+    file: Path = typer.Argument(..., help="Program file (JSON)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the graph as JSON."),
+    dot: Optional[Path] = typer.Option(None, "--dot", help="Write the graph as Graphviz DOT."),
+    complete: bool = typer.Option(False, "--complete",
+                                  help="Every conflicting pair (quadratic; small programs)."),
+    elements: bool = typer.Option(False, "--elements", help="Include shared elements in JSON."),
+) -> None:
+    """Dependencies between the ops of FILE: table, levels and summary."""
+    with _clean_errors():
+        program = _load(file)
+        start = time.perf_counter()
+        with _progress("analysing", len(program.ops)) as progress:
+            graph = analyze(program.ops, complete=complete, progress=progress)
+        seconds = time.perf_counter() - start
+        if dot is not None:
+            dot.write_text(graph.to_dot())
+        if as_json:
+            out = graph.to_json(elements=elements)
+            out["analysis_seconds"] = seconds
+            sys.stdout.write(json.dumps(out, indent=2) + "\n")
+            return
+        if len(graph.dependencies) <= 200:
+            console.print(render.dependency_table(graph))
+            console.print(render.levels_text(graph))
+        console.print(_summary(graph, seconds), highlight=False)
+        if dot is not None:
+            console.print(f"wrote {dot}")
+
+
+@app.command("run")
+def run_cmd(
+    file: Path = typer.Argument(..., help="Program file (JSON)."),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Threads (1: program order)."),
+    save: Optional[Path] = typer.Option(None, "--save", help="Save tensors and results (.npz)."),
+) -> None:
+    """Execute FILE and print the final tensors and the results of ops without outputs."""
+    with _clean_errors():
+        program = _load(file)
+        start = time.perf_counter()
+        with _progress("running", len(program.ops)) as progress:
+            run_ops(program.ops, workers=workers, progress=progress)
+        seconds = time.perf_counter() - start
+        arrays = {f"tensor:{name}": t.data for name, t in program.tensors.items()}
+        arrays.update({f"result:{op.name}": np.asarray(op.result) for op in program.ops
+                       if op.result is not None})
+        for name, array in arrays.items():
+            console.print(render.array_text(name, array), highlight=False)
+        console.print(f"ran {len(program.ops)} ops with {workers} worker(s) in "
+                      f"{seconds * 1e3:.1f} ms")
+        if save is not None:
+            np.savez(save, **arrays)
+            console.print(f"wrote {save}")
+
+
+@app.command()
+def flow(file: Path = typer.Argument(..., help="Program file (JSON)."),
+         op: str = typer.Argument(..., help="Name of the op whose inputs to trace.")) -> None:
+    """Where the data OP reads comes from: the last writer of each element."""
+    with _clean_errors():
+        program = _load(file)
+        flows = value_flow(program.ops, program.op(op).name)
+        console.print(render.flow_table(flows, f"Value flow into {op}"))
+
+
+@app.command()
+def show(file: Path = typer.Argument(..., help="Program file (JSON).")) -> None:
+    """Draw every storage of FILE with its views' elements marked, and the footprints."""
+    with _clean_errors():
+        program = _load(file)
+        for name in program.tensors:
+            console.print(render.grid(program, name))
+        console.print(render.footprint_table(program))
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,97 @@
+"""Rich renderings shared by the CLI: storage grids, footprints, dependency and flow tables."""
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from .core.program import Program
+
+MARKS = "abcdefghijklmnopqrstuvwxyz"
+STYLES = ["bold red", "bold green", "bold blue", "bold magenta", "bold cyan", "bold yellow"]
+MAX_GRID = 1024  # storages larger than this are summarised, not drawn
+
+
+def grid(program: Program, tensor_name: str) -> Group | Text:
+    """The tensor's storage as a grid of element numbers, each marked by the views covering it."""
+    tensor = program.tensors[tensor_name]
+    views = [v for v in program.views.values() if v.tensor is tensor and v.size]
+    n = tensor.get_storage_size()
+    if n > MAX_GRID:
+        return Text(f"{tensor_name}: {n} elements (too many to draw)")
+    cols = tensor.shape[-1] if len(tensor.shape) >= 1 and tensor.shape[-1] else 1
+    rows = max(1, -(-n // cols))
+    marks = [[] for _ in range(n)]
+    for k, v in enumerate(views):
+        for e in v.footprint().tolist():
+            marks[e].append(k)
+    table = Table(show_header=False, show_lines=True, pad_edge=False)
+    for _ in range(cols):
+        table.add_column(justify="center", min_width=4)
+    for r in range(rows):
+        cells = []
+        for e in range(r * cols, min(n, (r + 1) * cols)):
+            cell = Text(str(e), style="dim" if not marks[e] else "")
+            if marks[e]:
+                cell.append(" ")
+                for k in marks[e]:
+                    cell.append(MARKS[k % 26], style=STYLES[k % len(STYLES)])
+            cells.append(cell)
+        table.add_row(*cells)
+    legend = ", ".join(f"{MARKS[k % 26]}={v.name}" for k, v in enumerate(views))
+    return Group(Text(f"{tensor_name} {tensor.shape} {tensor.dtype} storage, "
+                      f"marks: {legend or 'no views'}", style="bold"), table)
+
+
+def footprint_table(program: Program) -> Table:
+    table = Table(title="Views and footprints", title_justify="left")
+    for col in ("view", "tensor", "offset", "shape", "stride", "footprint"):
+        table.add_column(col)
+    for v in program.views.values():
+        fp = v.footprint(limit=None) if v.size <= 64 else None
+        shown = " ".join(map(str, fp.tolist())) if fp is not None else f"{v.size} indices"
+        table.add_row(v.name, v.tensor.name, str(v.offset), str(v.shape), str(v.stride), shown)
+    return table
+
+
+def dependency_table(graph, title: str = "Dependencies", elements: bool = True,
+                     max_elements: int = 16) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("from", "to", "kind", "how", "through"):
+        table.add_column(col, no_wrap=True)
+    if elements:
+        table.add_column("elements")
+    for d in graph.dependencies:
+        row = [d.src, d.dst, d.kind, "implicit" if d.implicit else "explicit",
+               f"{d.src_view} / {d.dst_view}" if d.implicit else d.src_view]
+        if elements:
+            n = d.count
+            shown = d.overlap.elements(limit=max_elements).tolist() if n <= max_elements else None
+            row.append(" ".join(map(str, shown)) if shown is not None else f"{n} elements")
+        table.add_row(*row)
+    if not graph.dependencies:
+        table.add_row("-", "-", "-", "-", "-", *(["-"] if elements else []))
+    return table
+
+
+def levels_text(graph) -> Text:
+    text = Text("Parallel levels: ", style="bold")
+    text.append("  ".join(f"[{', '.join(level)}]" for level in graph.levels()))
+    return text
+
+
+def flow_table(flows, title: str, max_elements: int = 16) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("reads", "from", "count", "elements"):
+        table.add_column(col)
+    for f in flows:
+        shown = (" ".join(map(str, f.elements.tolist())) if f.count <= max_elements
+                 else f"{f.count} elements")
+        table.add_row(f.view, f.writer or "(initial contents)", str(f.count), shown)
+    return table
+
+
+def array_text(name: str, array: np.ndarray) -> Text:
+    with np.printoptions(threshold=200, edgeitems=3, linewidth=100):
+        return Text(f"{name} {array.shape} {array.dtype}:\n{array}")
