@@ -99,6 +99,108 @@ def _dfs(levels, d, exclude, budget):
     return rec(0, d, exclude is None)
 
 
+def _split_search(terms, d, budget):
+    """Exact search on ``terms`` (sorted by decreasing c, clamped) with splitting.
+
+    ``rec(i, j, d)`` solves the sub-problem on ``terms[i:j]``.  Before branching
+    it looks for a split point ``p``: with ``G = gcd(c[i:p])`` the lower part
+    ``terms[p:j]`` must contribute ``d mod G`` plus a multiple of ``G`` and at most
+    ``M = sum(c*u for terms[p:j])``; when ``M < G`` the lower target is unique and
+    the two parts are independent (the divisibility-chain case).  Failed states
+    are memoised.
+    """
+    k = len(terms)
+    cs = [c for c, _ in terms]
+    suffix = [0] * (k + 1)
+    for i in range(k - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + terms[i][0] * terms[i][1]
+    failed = set()
+    work = [0]
+
+    def rec(i, j, d):
+        if d < 0 or d > suffix[i] - suffix[j]:
+            return None
+        c, u = terms[i]
+        if j - i == 1:
+            if d % c:
+                return None
+            z = d // c
+            return [z] if z <= u else None
+        key = (i, j, d)
+        if key in failed:
+            return None
+        work[0] += 1
+        if work[0] > budget:
+            raise _Exhausted
+        # best split point: fewest candidates for the lower part's target
+        g = 0
+        best = None
+        for p in range(i + 1, j):
+            g = gcd(g, cs[p - 1])
+            low_max = suffix[p] - suffix[j]
+            r = d % g
+            if r > low_max:
+                failed.add(key)
+                return None
+            ncand = (low_max - r) // g + 1
+            if best is None or ncand < best[0]:
+                best = (ncand, p, g, r)
+        # gcd of the rest, for the congruence on z_i
+        g_rest = 0
+        for p in range(i + 1, j):
+            g_rest = gcd(g_rest, cs[p])
+        if d % gcd(c, g_rest):
+            failed.add(key)
+            return None
+        rest_max = suffix[i + 1] - suffix[j]
+        lo = d - rest_max
+        lo = 0 if lo <= 0 else -(-lo // c)
+        hi = d // c
+        if hi > u:
+            hi = u
+        if lo > hi:
+            failed.add(key)
+            return None
+        h = gcd(c, g_rest)
+        mod = g_rest // h
+        if mod > 1:
+            r = (d // h) * pow(c // h, -1, mod) % mod
+            start = lo + (r - lo) % mod
+        else:
+            start = lo
+            mod = 1
+        nbranch = (hi - start) // mod + 1 if start <= hi else 0
+        if nbranch == 0:
+            failed.add(key)
+            return None
+        ncand, p, g, r = best
+        if p > i + 1 and ncand < nbranch:
+            for low in range(r, r + ncand * g, g):
+                work[0] += 1
+                if work[0] > budget:
+                    raise _Exhausted
+                lower = rec(p, j, low)
+                if lower is None:
+                    continue
+                upper = rec(i, p, d - low)
+                if upper is not None:
+                    return upper + lower
+            failed.add(key)
+            return None
+        for z in range(start, hi + 1, mod):
+            work[0] += 1
+            if work[0] > budget:
+                raise _Exhausted
+            sub = rec(i + 1, j, d - c * z)
+            if sub is not None:
+                sub.insert(0, z)
+                return sub
+        failed.add(key)
+        return None
+
+    return rec(0, k, d)
+
+
 def _isl_solve(terms, d, exclude):
     import islpy as isl
 
@@ -155,7 +257,10 @@ def solve(terms, d, exclude=None, budget=DEFAULT_BUDGET):
     if d > total or d % g:
         return None
     try:
-        z = _dfs(levels, d, sexcl, budget)
+        if sexcl is None:
+            z = _split_search(sterms, d, budget)
+        else:
+            z = _dfs(levels, d, sexcl, budget)
     except _Exhausted:
         z = _isl_solve(sterms, d, sexcl)
     if z is None:
