@@ -84,7 +84,8 @@ class Operation:
                     or np.broadcast_shapes(val.shape, out.shape) != out.shape:
                 raise AliasflowError(f"op {self.name!r}: result of shape {val.shape} does not "
                                      f"fit output {out.name!r} of shape {out.shape}")
-            if not np.can_cast(val.dtype, out.dtype, "same_kind"):
+            # Fill checked its value fits each output exactly; others follow NumPy's same_kind
+            if self.kind != "fill" and not np.can_cast(val.dtype, out.dtype, "same_kind"):
                 raise AliasflowError(f"op {self.name!r}: result dtype {val.dtype} cannot be "
                                      f"written to output {out.name!r} of dtype {out.dtype}")
             arrays.append((out._ndarray(), val))

@@ -79,6 +79,21 @@ class Tensor:
         t.shape, t.data = array.shape, array
         return t
 
+    @classmethod
+    def virtual(cls, name: str, shape, dtype="float32") -> "Tensor":
+        """A tensor with a shape but no memory, for analysing programs too big to run.
+
+        Views, overlap and dependency analysis work as usual (a view of 10^12 elements costs
+        what a view of 10 does); reading or writing its data is refused.
+        """
+        t = cls(name, (0,), dtype)
+        t.shape = _check_shape(f"tensor {name!r}", shape)
+        t.data = np.broadcast_to(np.zeros((), t.dtype), t.shape)  # read-only, no memory
+        t.is_virtual = True
+        return t
+
+    is_virtual = False
+
     @property
     def size(self) -> int:
         """Number of elements (``prod(shape)``)."""

@@ -171,6 +171,9 @@ class TensorView:
         return solver.has_internal_overlap(self.layout)
 
     def _ndarray(self) -> np.ndarray:
+        if self.tensor.is_virtual:
+            raise AliasflowError(f"view {self.name!r}: tensor {self.tensor.name!r} is virtual "
+                                 f"(analysis only) and has no memory to read or write")
         flat = self.tensor.data.reshape(-1)
         isz = flat.itemsize
         return np.ndarray(self.shape, flat.dtype, buffer=flat, offset=self.offset * isz,

@@ -1,0 +1,112 @@
+"""Op semantics, checked against NumPy: read-before-write, refusals, registry, results."""
+import numpy as np
+import pytest
+
+import aliasflow as af
+from aliasflow.core.functions import BINARY, REDUCE, UNARY
+from aliasflow.seeds import complex_example
+
+
+def tensor(name="A", shape=(4, 4), dtype="float64"):
+    return af.Tensor(name, shape, dtype, data=np.arange(np.prod(shape)).reshape(shape) + 1.0)
+
+
+@pytest.mark.parametrize("fn", sorted(UNARY))
+def test_unary_registry_matches_numpy(fn):
+    a = tensor()
+    expect = {"copy": lambda x: x, "relu": lambda x: np.maximum(x, 0)}.get(
+        fn, getattr(np, fn, None))(a.data[1:3].copy())
+    op = af.TransformOperation("t", fn).set_inputs(a[1:3]).set_outputs(a[:2])
+    op.execute()
+    np.testing.assert_array_equal(a.data[:2], expect)
+
+
+@pytest.mark.parametrize("fn", sorted(BINARY))
+def test_binary_registry_matches_numpy(fn):
+    a, b = tensor(), tensor("B", (4,))
+    expect = getattr(np, fn)(a.data, b.data)
+    af.BinaryOperation("b", fn).set_inputs(a.view(), b.view()).set_outputs(a.view()).execute()
+    np.testing.assert_array_equal(a.data, expect)
+
+
+@pytest.mark.parametrize("fn", sorted(REDUCE))
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_reduce_registry_matches_numpy(fn, axis):
+    a = tensor()
+    op = af.ReduceOperation("r", axis=axis, fn=fn).set_inputs(a.T)
+    op.execute()
+    np.testing.assert_array_equal(op.result, getattr(np, fn)(a.data.T, axis=axis))
+
+
+def test_inputs_are_read_before_outputs_are_written():
+    a = tensor()
+    before = a.data.copy()
+    af.TransformOperation("t").set_inputs(a.T).set_outputs(a.view()).execute()
+    np.testing.assert_array_equal(a.data, before.T)
+    b = tensor("B", (8,))
+    before = b.data.copy()
+    af.BinaryOperation("s").set_inputs(b[:-1], b[1:]).set_outputs(b[1:]).execute()
+    np.testing.assert_array_equal(b.data[1:], before[:-1] + before[1:])
+
+
+def test_fill_and_pure_reader():
+    a = tensor()
+    af.FillOperation("f", 2.5).set_outputs(a[::2, ::2], a[0].broadcast_to((3, 4))).execute()
+    assert a.data[0].tolist() == [2.5] * 4 and a.data[2, 0] == 2.5 and a.data[1, 1] == 6.0
+    reader = af.TransformOperation("r", "negative").set_inputs(a[3])
+    reader.execute()
+    assert reader.result.tolist() == [-13.0, -14.0, -15.0, -16.0]
+
+
+def test_ambiguous_writes_are_refused_before_anything_changes():
+    a = tensor()
+    before = a.data.copy()
+    op = af.TransformOperation("t").set_inputs(a[0:1].broadcast_to((2, 4)))
+    op.set_outputs(a[3], a[0].broadcast_to((2, 4)))
+    with pytest.raises(af.AliasflowError, match=r"'t'.*output view .* ambiguous"):
+        op.execute()
+    np.testing.assert_array_equal(a.data, before)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda a: af.TransformOperation("t").set_inputs(a[0]).set_outputs(a[:2, :2]),
+     r"'t'.*shape \(4,\).*output 'A\[:2, :2\]' of shape \(2, 2\)"),
+    (lambda a: af.BinaryOperation("b").set_inputs(a[:3], a[:2]).set_outputs(a[:2]),
+     r"'b'.*do not broadcast.*\(3, 4\).*\(2, 4\)"),
+    (lambda a: af.ReduceOperation("r", axis=2).set_inputs(a.view()), r"'r'.*axis 2"),
+    (lambda a: af.TransformOperation("t").set_inputs(a[0], a[1]), r"'t'.*needs 1 input"),
+    (lambda a: af.TransformOperation("t", "exp").set_inputs(a[0]).set_outputs(
+        af.Tensor("I", (4,), "int32").view()), r"'t'.*dtype float64.*int32"),
+    (lambda a: af.FillOperation("f", 0.5).set_outputs(af.Tensor("I", (4,), "int32").view()),
+     r"'f'.*0.5 is not representable"),
+])
+def test_bad_ops_are_refused(make, match):
+    a = tensor()
+    before = a.data.copy()
+    with pytest.raises(af.AliasflowError, match=match):
+        make(a).execute()
+    np.testing.assert_array_equal(a.data, before)
+
+
+def test_op_construction_errors():
+    with pytest.raises(af.AliasflowError, match="unknown unary function 'nope'"):
+        af.TransformOperation("t", "nope")
+    with pytest.raises(af.AliasflowError, match="inputs must be TensorViews"):
+        af.TransformOperation("t").set_inputs(np.zeros(3))
+    with pytest.raises(af.AliasflowError, match="fill_value must be a number"):
+        af.FillOperation("f", "1")
+    with pytest.raises(af.AliasflowError, match="op name"):
+        af.FillOperation("")
+    assert af.TransformOperation("t", np.tanh).fn_name == "tanh"
+
+
+def test_complex_example_fails_at_add_with_earlier_effects_kept():
+    p = complex_example()
+    with pytest.raises(af.ExecutionError, match=r"add_op_ab.*\(3, 3\).*\(2, 2\)") as info:
+        af.run(p.ops)
+    assert isinstance(info.value.__cause__, af.AliasflowError)
+    a = p.tensors["Tensor_A"].data
+    assert a[:3, :3].tolist() == [[1, 1, 1]] * 3  # fill ran, then transform copied viewA2
+    assert a[2:, 2:].tolist() == [[1, 1], [1, 1]]
+    assert a[:, 3].tolist() == [0, 0, 1, 1] and a[3].tolist() == [0, 0, 1, 1]
+    assert p.ops[2].result.tolist() == [[1, 1], [1, 1]]
