@@ -50,7 +50,7 @@ def programs(draw, max_ops: int = 8, executable: bool = False, max_tensors: int 
     n_tensors = draw(st.integers(1, max_tensors))
     tensors = []
     for k in range(n_tensors):
-        size = draw(st.integers(1, 24))
+        size = draw(st.integers(12 if executable else 1, 24))
         data = np.arange(size, dtype=np.float64) * (k + 1) + 1
         tensors.append(af.Tensor(f"T{k}", (size,), "float64", data=data))
     counter = itertools.count()
@@ -62,8 +62,7 @@ def programs(draw, max_ops: int = 8, executable: bool = False, max_tensors: int 
             v = af.TensorView(f"v{next(counter)}", t, off, shp, strd)
             if not writable or len(view_footprint(v)) == v.size:
                 return v
-        return af.TensorView(f"v{next(counter)}", t, 0, tuple(1 for _ in (shape or ())),
-                             tuple(0 for _ in (shape or ())))
+        return af.TensorView(f"v{next(counter)}", t, 0, shape)  # contiguous: always fits
 
     ops = []
     for j in range(draw(st.integers(1, max_ops))):

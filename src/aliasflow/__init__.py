@@ -20,6 +20,8 @@ from .core.program import Program
 from .analysis.overlap import Overlap, overlap, check_memory_overlap, has_internal_overlap
 from .analysis.dependencies import Dependency, analyze, analyze_dependencies
 from .analysis.schedule import DependencyGraph
+from .analysis.flow import Flow, value_flow
+from .analysis.races import find_races
 from .execution.runner import run
 
 __version__ = "0.1.0"
@@ -35,5 +37,5 @@ __all__ = [
     "Operation", "FillOperation", "TransformOperation", "ReduceOperation", "BinaryOperation",
     "Program", "Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
     "compute_view_footprint", "Dependency", "analyze", "analyze_dependencies",
-    "DependencyGraph", "run",
+    "DependencyGraph", "Flow", "value_flow", "find_races", "run",
 ]

@@ -1,0 +1,145 @@
+"""Execution: program order versus NumPy, parallel versus program order, failures."""
+import copy
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import aliasflow as af
+
+from strategies import programs
+
+
+def snapshot(ops):
+    tensors = {id(v.tensor): v.tensor for op in ops for v in op.input_views + op.output_views}
+    state = {t.name: t.data.tobytes() for t in tensors.values()}
+    results = {op.name: None if op.result is None else (op.result.dtype.str, op.result.shape,
+                                                        np.asarray(op.result).tobytes())
+               for op in ops}
+    return state, results
+
+
+def run_or_error(ops, workers):
+    try:
+        af.run(ops, workers=workers)
+        return None
+    except af.ExecutionError as exc:
+        return exc.op_name
+
+
+def numpy_reference(ops):
+    """Program order, written directly with NumPy arrays over the same memory."""
+    for op in ops:
+        arrays = [np.array(v.numpy()) for v in op.input_views]  # inputs read first
+        if isinstance(op, af.FillOperation):
+            value = op.fill_value
+        elif isinstance(op, af.ReduceOperation):
+            value = op.fn(arrays[0], axis=op.axis)
+        else:
+            value = op.fn(*arrays)
+        for v in op.output_views:
+            v._ndarray()[...] = value  # Fill may write through overlapping views
+        if not op.output_views:
+            op.result = np.asarray(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(programs(max_ops=10, executable=True, max_tensors=3))
+def test_program_order_matches_numpy(ops):
+    twin = copy.deepcopy(ops)
+    af.run(ops)
+    numpy_reference(twin)
+    assert snapshot(ops) == snapshot(twin)
+
+
+@settings(max_examples=200, deadline=None)
+@given(programs(max_ops=12, executable=True, max_tensors=2))
+def test_parallel_equals_program_order_byte_for_byte(ops):
+    twins = [copy.deepcopy(ops) for _ in range(3)]
+    af.run(ops, workers=1)
+    expect = snapshot(ops)
+    for workers, twin in zip((2, 3, 4), twins):
+        af.run(twin, workers=workers)
+        assert snapshot(twin) == expect
+
+
+def slow_then(kernel, seconds):
+    def fn(x):
+        time.sleep(seconds)
+        return kernel(x)
+    return fn
+
+
+def test_parallel_failure_stops_new_ops_and_names_the_op():
+    t = af.Tensor("T", (64,), "float64", data=np.arange(64.0))
+    started = []
+
+    def boom(x):
+        raise ZeroDivisionError("injected")
+
+    def record(name):
+        def fn(x):
+            started.append(name)
+            time.sleep(0.05)
+            return x + 1
+        return fn
+
+    ops = [af.TransformOperation("slow", record("slow")).set_inputs(t[0:8]).set_outputs(t[0:8]),
+           af.TransformOperation("bad", boom).set_inputs(t[8:16]).set_outputs(t[8:16]),
+           af.TransformOperation("after_bad", record("after_bad")).set_inputs(t[8:16])
+           .set_outputs(t[16:24]),
+           af.TransformOperation("after_slow", record("after_slow")).set_inputs(t[0:8])
+           .set_outputs(t[24:32])]
+    with pytest.raises(af.ExecutionError, match="'bad'.*ZeroDivisionError: injected") as info:
+        af.run(ops, workers=2)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert "after_bad" not in started and "after_slow" not in started
+    assert "slow" in started and t.data[0] == 1.0  # the running op finished
+    assert not any(th.name.startswith("aliasflow") for th in threading.enumerate())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_failure_keeps_earlier_effects(workers):
+    t = af.Tensor("T", (4,), "float64")
+    ops = [af.FillOperation("ok", 3.0).set_outputs(t[:2]),
+           af.TransformOperation("bad").set_inputs(t[:2]).set_outputs(t[:2].broadcast_to((3, 2)))]
+    with pytest.raises(af.ExecutionError, match="'bad'.*ambiguous"):
+        af.run(ops, workers=workers)
+    assert t.data.tolist() == [3.0, 3.0, 0.0, 0.0]
+
+
+def test_many_failures_report_the_earliest_and_never_hang():
+    t = af.Tensor("T", (200,), "float64")
+
+    def boom(x):
+        raise RuntimeError("x")
+    ops = [af.TransformOperation(f"b{k}", boom).set_inputs(t[k:k + 1]) for k in range(200)]
+    done = []
+    worker = threading.Thread(target=lambda: done.append(run_or_error(ops, 2)))
+    worker.start()
+    worker.join(timeout=60)
+    assert done and done[0] is not None
+
+
+def test_run_refuses_bad_arguments():
+    with pytest.raises(af.AliasflowError, match="workers must be a positive int, got 0"):
+        af.run([], workers=0)
+    with pytest.raises(af.AliasflowError, match="workers must be a positive int"):
+        af.run([], workers=2.5)
+
+
+def test_implicit_dependency_changes_the_result():
+    """An in-place update through a transposed view, then a read through another view."""
+    a = af.Tensor("A", (3, 3), "float64", data=np.arange(9.0).reshape(3, 3))
+    scale = af.BinaryOperation("scale_col0", "multiply").set_inputs(a.T[0], a.T[0]) \
+        .set_outputs(a.T[0])
+    read = af.ReduceOperation("row_sums", axis=1).set_inputs(a.view())
+    g = af.analyze([scale, read])
+    assert [(d.src, d.dst, d.kind, d.implicit) for d in g.dependencies] == \
+        [("scale_col0", "row_sums", "RAW", True)]
+    af.run([scale, read], workers=2)
+    ref = np.arange(9.0).reshape(3, 3)
+    ref[:, 0] **= 2
+    np.testing.assert_array_equal(read.result, ref.sum(axis=1))
