@@ -12,8 +12,8 @@ edges' transitive closure: a retired record's conflicts pass through the write t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cached_property
+import gc
+from typing import NamedTuple
 
 from ..core.operations import Operation
 from ..core.program import check_ops
@@ -26,13 +26,12 @@ from .schedule import DependencyGraph
 KINDS = {("W", "R"): "RAW", ("R", "W"): "WAR", ("W", "W"): "WAW"}
 
 
-@dataclass(frozen=True)
-class Dependency:
+class Dependency(NamedTuple):
     """One conflict: op ``src`` (earlier) and op ``dst`` touch a shared element.
 
     ``implicit`` is False when both accesses use the same view (same window on the same
-    tensor), True when different views overlap. ``elements`` (computed on first use) lists the
-    shared storage elements; ``count`` is their number.
+    tensor), True when different views overlap. ``elements`` lists the shared storage
+    elements and ``count`` gives their number (both computed on request).
     """
 
     src: str
@@ -42,10 +41,11 @@ class Dependency:
     src_view: str
     dst_view: str
     tensor: str
-    views: tuple[TensorView, TensorView] = field(repr=False, compare=False)
+    views: tuple[TensorView, TensorView]
 
-    @cached_property
+    @property
     def overlap(self):
+        """The :class:`~aliasflow.Overlap` of the two views (elements, count, witness)."""
         return overlap(*self.views)
 
     @property
@@ -74,79 +74,100 @@ def _accesses(op: Operation):
 
 
 class _Storage:
-    """Live access records of one storage."""
+    """Live access records of one storage: ``record id -> (op, view, low, high, dense)``."""
 
     __slots__ = ("reads", "writes", "records", "next_id")
 
     def __init__(self):
         self.reads = ExtentIndex()
         self.writes = ExtentIndex()
-        self.records: dict[int, tuple[int, TensorView]] = {}
+        self.records: dict[int, tuple] = {}
         self.next_id = 0
 
-    def add(self, index: ExtentIndex, op_index: int, view: TensorView) -> None:
+    def add(self, index: ExtentIndex, record: tuple) -> None:
         rid = self.next_id
         self.next_id += 1
-        self.records[rid] = (op_index, view)
-        index.add(rid, *view.extent)
+        self.records[rid] = record
+        index.add(rid, record[2], record[3])
 
     def retire(self, index: ExtentIndex, rid: int) -> None:
-        _, view = self.records.pop(rid)
-        index.remove(rid, *view.extent)
+        record = self.records.pop(rid)
+        index.remove(rid, record[2], record[3])
+
+
+def _covers(new: tuple, old: tuple) -> bool:
+    """Exact or conservative: True only if ``new``'s footprint contains ``old``'s."""
+    if new[4]:  # a dense write covers everything inside its extent
+        return new[2] <= old[2] and old[3] <= new[3]
+    return solver.covers(new[1].layout, old[1].layout)
 
 
 PROGRESS_STEP = 1024
 
 
 def ordering_edges(ops: list[Operation], progress=None) -> list[Dependency]:
-    """Edges whose transitive closure orders every conflicting pair; each a real conflict."""
-    storages: dict[int, _Storage] = {}
-    found: dict[tuple, Dependency] = {}
+    """Edges whose transitive closure orders every conflicting pair; each a real conflict.
 
-    def meet(st: _Storage, index: ExtentIndex, mode_old: str, j: int, mode: str,
-             view: TensorView, retire: bool):
-        low, high = view.extent
-        done = []
-        for rid in list(index.query(low, high)):
-            i, old = st.records[rid]
-            if i != j and check_memory_overlap(old, view):
-                key = (i, mode_old, id(old), j, mode, id(view))
-                if key not in found:
-                    found[key] = _dependency(ops, i, mode_old, old, j, mode, view)
-            if retire and solver.covers(view.layout, old.layout):
-                done.append(rid)
-        return done
+    Records are ``(op position, view, low, high, dense)``; two dense records whose extents
+    meet overlap, anything else gets the exact test.
+    """
+    storages: dict[int, _Storage] = {}
+    deps: list[Dependency] = []
+    names = [op.name for op in ops]
 
     for j, op in enumerate(ops):
+        found: list[tuple] = []
         pending = []
-        for mode, view in _accesses(op):
-            if view.extent is None:
+        for mode, view in _unique_accesses(op):
+            extent = view.extent
+            if extent is None:
                 continue
             st = storages.get(id(view.tensor))
             if st is None:
                 st = storages[id(view.tensor)] = _Storage()
+            records = st.records
+            low, high = extent
+            new = (j, view, low, high, view.is_dense)
+            dense = new[4]
             if mode == "R":
-                meet(st, st.writes, "W", j, "R", view, retire=False)
-                pending.append((st, st.reads, view))
-            else:
-                for rid in meet(st, st.reads, "R", j, "W", view, retire=True):
-                    st.retire(st.reads, rid)
-                for rid in meet(st, st.writes, "W", j, "W", view, retire=True):
-                    st.retire(st.writes, rid)
-                pending.append((st, st.writes, view))
+                for rid in st.writes.query(low, high):
+                    old = records[rid]
+                    if (dense and old[4]) or check_memory_overlap(old[1], view):
+                        found.append((old[0], "RAW", old[1], view))
+                pending.append((st, st.reads, new))
+                continue
+            for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
+                covered = []
+                for rid in index.query(low, high):
+                    old = records[rid]
+                    if (dense and old[4]) or check_memory_overlap(old[1], view):
+                        found.append((old[0], kind, old[1], view))
+                        if _covers(new, old):
+                            covered.append(rid)
+                for rid in covered:
+                    st.retire(index, rid)
+            pending.append((st, st.writes, new))
         # Records of op j go in after all of its accesses: an op never depends on itself.
-        for st, index, view in pending:
-            st.add(index, j, view)
+        for st, index, new in pending:
+            st.add(index, new)
+        if found:
+            found.sort(key=lambda f: f[0])
+            for i, kind, vi, vj in found:
+                deps.append(Dependency(names[i], names[j], kind, not vi.same_window(vj),
+                                       vi.name, vj.name, vi.tensor.name, (vi, vj)))
         if progress is not None and j % PROGRESS_STEP == PROGRESS_STEP - 1:
             progress(PROGRESS_STEP)
     if progress is not None:
         progress(len(ops) % PROGRESS_STEP)
-    return sorted(found.values(), key=_order_key(ops))
+    return deps
 
 
-def _order_key(ops):
-    position = {op.name: k for k, op in enumerate(ops)}
-    return lambda d: (position[d.dst], position[d.src])
+def _unique_accesses(op: Operation):
+    """The op's accesses, each (mode, view object) once, reads first."""
+    accesses = _accesses(op)
+    if len(accesses) <= 1:
+        return accesses
+    return list({(mode, id(view)): (mode, view) for mode, view in accesses}.values())
 
 
 def all_conflicts(ops: list[Operation]) -> list[Dependency]:
@@ -186,7 +207,15 @@ def analyze(ops, complete: bool = False, progress=None) -> DependencyGraph:
     [('w', 'r', 'RAW', True)]
     """
     ops = check_ops(ops)
-    deps = all_conflicts(ops) if complete else ordering_edges(ops, progress)
+    # Analysis makes millions of small objects and frees none: the cyclic GC would only
+    # rescan them again and again.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        deps = all_conflicts(ops) if complete else ordering_edges(ops, progress)
+    finally:
+        if enabled:
+            gc.enable()
     return DependencyGraph([op.name for op in ops], deps)
 
 

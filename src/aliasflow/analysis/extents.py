@@ -9,6 +9,9 @@ from __future__ import annotations
 from bisect import bisect_right
 
 
+_EMPTY: frozenset = frozenset()
+
+
 class ExtentIndex:
     """Records keyed by inclusive extents ``[low, high]``.
 
@@ -63,11 +66,13 @@ class ExtentIndex:
         """Records whose extents meet ``[low, high]``."""
         bounds, segments = self.bounds, self.segments
         i = bisect_right(bounds, low) - 1
-        if i < 0:
+        if i < 0:  # the query starts before every record
+            if not bounds or high < bounds[0]:
+                return _EMPTY
             i = 0
         n = len(bounds)
         if i + 1 >= n or bounds[i + 1] > high:  # one segment: the common case
-            return segments[i] if i < n else set()
+            return segments[i]
         found = set(segments[i])
         i += 1
         while i < n and bounds[i] <= high:

@@ -135,6 +135,23 @@ class TensorView:
         return low, high
 
     @cached_property
+    def is_dense(self) -> bool:
+        """True when the view touches every element of its extent exactly once.
+
+        Contiguous slices, transposes and flips of them are dense; steps, broadcasts and
+        windows are not. Overlap and covering between dense views are interval questions.
+        """
+        if 0 in self.shape:
+            return False
+        dims = sorted((abs(s), n) for n, s in zip(self.shape, self.stride) if n != 1)
+        expected = 1
+        for s, n in dims:
+            if s != expected:
+                return False
+            expected *= n
+        return True
+
+    @cached_property
     def layout(self) -> "solver.Layout":
         """The view as a solver layout in elements of its storage."""
         return solver.Layout(self.offset, self.shape, self.stride)
