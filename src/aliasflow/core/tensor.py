@@ -46,7 +46,7 @@ class Tensor:
     >>> a = af.Tensor("A", (4, 4))
     >>> a.size, a.get_storage_size()
     (16, 16)
-    >>> a[1:3, ::2].footprint()
+    >>> a[1:3, ::2].footprint().tolist()
     [4, 6, 8, 10]
     """
 
