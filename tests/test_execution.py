@@ -143,3 +143,33 @@ def test_implicit_dependency_changes_the_result():
     ref = np.arange(9.0).reshape(3, 3)
     ref[:, 0] **= 2
     np.testing.assert_array_equal(read.result, ref.sum(axis=1))
+
+
+def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import sys, time, aliasflow as af\n"
+        "t = af.Tensor('T', (400,), 'float64')\n"
+        "def slow(x):\n"
+        "    time.sleep(0.05)\n"
+        "    return x + 1\n"
+        "ops = [af.TransformOperation(f'o{k}', slow).set_inputs(t[k:k+1]).set_outputs(t[k:k+1])\n"
+        "       for k in range(400)]\n"
+        "print('start', flush=True)\n"
+        "try:\n"
+        "    af.run(ops, workers=2)\n"
+        "except KeyboardInterrupt:\n"
+        "    done = int((t.data == 1).sum())\n"
+        "    print('interrupted', done, flush=True)\n"
+        "    sys.exit(3)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "start"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 3
+    done = int(out.split()[-1])
+    assert 0 < done < 400  # stopped early; every op that started also finished

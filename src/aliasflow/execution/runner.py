@@ -6,8 +6,9 @@ transitive closure) has finished.
 """
 from __future__ import annotations
 
-import queue
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor, wait
 from graphlib import TopologicalSorter
 
 from ..analysis.dependencies import analyze
@@ -33,6 +34,65 @@ def run_sequential(ops: list[Operation], progress=None) -> None:
             progress(1)
 
 
+class _Scheduler:
+    """Shared state of a parallel run: ready ops, the graph's bookkeeping, failures.
+
+    Workers take ready ops and report completions themselves, under one lock, so no thread
+    sits between them: the cost per op is a lock round trip and graphlib's bookkeeping.
+    """
+
+    def __init__(self, ops: list[Operation], graph: DependencyGraph):
+        self.ops = ops
+        self.order = TopologicalSorter()
+        for k in range(len(ops)):
+            self.order.add(k, *graph.predecessor_indices(k))
+        self.order.prepare()
+        self.ready = deque(self.order.get_ready())
+        self.lock = threading.Condition()
+        self.failures: dict[int, BaseException] = {}
+        self.stopped = False
+        self.running = 0
+
+    def _finished(self) -> bool:
+        return self.stopped or self.failures or not self.order.is_active()
+
+    def work(self, progress) -> None:
+        k = None
+        while True:
+            with self.lock:
+                if k is not None:  # report the op this worker just ran
+                    self.running -= 1
+                    if exc is None:
+                        self.order.done(k)
+                        fresh = self.order.get_ready()
+                        if fresh:
+                            self.ready.extend(fresh)
+                            self.lock.notify(len(fresh))
+                    else:
+                        self.failures[k] = exc
+                    if self._finished() and self.running == 0:
+                        self.lock.notify_all()
+                while not self.ready and not self._finished():
+                    self.lock.wait()
+                if self._finished():
+                    return
+                k = self.ready.popleft()
+                self.running += 1
+            exc = None
+            try:
+                self.ops[k].execute()
+            except BaseException as error:  # handed to the caller's thread, which raises it
+                exc = error
+            else:
+                if progress is not None:
+                    progress(1)
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            self.lock.notify_all()
+
+
 def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | None = None,
                  progress=None) -> None:
     """Run ``ops`` on ``workers`` threads in any order the dependency graph allows.
@@ -40,47 +100,20 @@ def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | No
     On a failure no new op starts, running ops finish, and the failure of the earliest op in
     program order among those that failed is raised. Ctrl-C does the same and re-raises.
     """
-    graph = graph if graph is not None else analyze(ops)
-    order = TopologicalSorter()
-    for k in range(len(ops)):
-        order.add(k, *graph.predecessor_indices(k))
-    order.prepare()
-    finished: queue.SimpleQueue = queue.SimpleQueue()
-
-    def work(k: int) -> None:
+    scheduler = _Scheduler(ops, graph if graph is not None else analyze(ops))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aliasflow") as pool:
+        futures = [pool.submit(scheduler.work, progress) for _ in range(workers)]
         try:
-            ops[k].execute()
-        except BaseException as exc:  # reported to the main thread, which raises it
-            finished.put((k, exc))
-        else:
-            finished.put((k, None))
-
-    failures: dict[int, BaseException] = {}
-    running = 0
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aliasflow")
-    try:
-        while True:
-            if not failures:
-                for k in order.get_ready():
-                    pool.submit(work, k)
-                    running += 1
-            if running == 0:
-                break
-            k, exc = finished.get()
-            running -= 1
-            if exc is None:
-                order.done(k)
-                if progress is not None:
-                    progress(1)
-            else:
-                failures[k] = exc
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-    if failures:
-        k = min(failures)
-        raise _failure(ops[k], failures[k]) from failures[k]
+            wait(futures)
+        except BaseException:  # Ctrl-C: let running ops finish, start no more
+            scheduler.stop()
+            raise
+    for f in futures:
+        f.result()  # a bug in the scheduler itself surfaces here
+    if scheduler.failures:
+        k = min(scheduler.failures)
+        exc = scheduler.failures[k]
+        raise _failure(ops[k], exc) from exc
 
 
 def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=None) -> None:
