@@ -5,6 +5,8 @@ JSON has no NaN or infinities, so they are written as the strings ``"nan"``, ``"
 read as well). Floats are written with the shortest text that reads back to the same bits:
 float64 through Python's ``repr``, float32/float16 through NumPy's shortest repr for that type,
 checked and replaced by the float64 ``repr`` (exact for any narrower float) if it would not.
+So every value keeps its exact bits (``-0.0``, subnormals, infinities too), except that all NaNs
+are written as ``"nan"``: a NaN's sign and payload are not kept.
 """
 from __future__ import annotations
 

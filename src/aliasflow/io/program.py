@@ -106,6 +106,9 @@ KIND_PARAMS = {
     "binary": {"fn": "binary"},
     "reduce": {"fn": "reduce", "axis": "int"},
 }
+_KEY_HINTS = {k: (" (a derived view takes its tensor from \"of\"; for an explicit window use "
+                  "\"tensor\", or derive one with \"as_strided\")")
+              for k in ("tensor", "offset", "shape", "stride")}
 _FAMILY_WORD = {"unary": "transform (unary)", "binary": "binary", "reduce": "reduce"}
 
 
@@ -217,8 +220,9 @@ class _Loader:
         allowed = list(required) + list(optional)
         for k in obj:
             if k not in allowed:
+                hint = _KEY_HINTS.get(k, "") if "of" in allowed else ""
                 self.bad(f"{path}.{k}", f"unknown key {show(k)}{_suggest(k, allowed)}; "
-                                        f"allowed keys: {', '.join(allowed)}")
+                                        f"allowed keys: {', '.join(allowed)}{hint}")
         return ok
 
     def object(self, value, path: str, what: str) -> bool:
