@@ -74,25 +74,16 @@ def _accesses(op: Operation):
 
 
 class _Storage:
-    """Live access records of one storage: ``record id -> (op, view, low, high, dense)``."""
+    """Live access records of one storage: ``records`` maps a record id to
+    ``(op position, view, low, high, dense)``; two extent indexes hold the reads since the
+    last covering write and the writes not yet covered."""
 
-    __slots__ = ("reads", "writes", "records", "next_id")
+    __slots__ = ("reads", "writes", "records")
 
     def __init__(self):
         self.reads = ExtentIndex()
         self.writes = ExtentIndex()
         self.records: dict[int, tuple] = {}
-        self.next_id = 0
-
-    def add(self, index: ExtentIndex, record: tuple) -> None:
-        rid = self.next_id
-        self.next_id += 1
-        self.records[rid] = record
-        index.add(rid, record[2], record[3])
-
-    def retire(self, index: ExtentIndex, rid: int) -> None:
-        record = self.records.pop(rid)
-        index.remove(rid, record[2], record[3])
 
 
 def _covers(new: tuple, old: tuple) -> bool:
@@ -109,51 +100,62 @@ def ordering_edges(ops: list[Operation], progress=None) -> list[Dependency]:
     """Edges whose transitive closure orders every conflicting pair; each a real conflict.
 
     Records are ``(op position, view, low, high, dense)``; two dense records whose extents
-    meet overlap, anything else gets the exact test.
+    meet overlap, anything else gets the exact test. (This loop is the analysis hot path:
+    it is written flat on purpose.)
     """
     storages: dict[int, _Storage] = {}
     deps: list[Dependency] = []
     names = [op.name for op in ops]
+    next_id = 0
 
     for j, op in enumerate(ops):
         found: list[tuple] = []
         pending = []
-        for mode, view in _unique_accesses(op):
-            extent = view.extent
-            if extent is None:
-                continue
-            st = storages.get(id(view.tensor))
-            if st is None:
-                st = storages[id(view.tensor)] = _Storage()
-            records = st.records
-            low, high = extent
-            new = (j, view, low, high, view.is_dense)
-            dense = new[4]
-            if mode == "R":
-                for rid in st.writes.query(low, high):
-                    old = records[rid]
-                    if (dense and old[4]) or check_memory_overlap(old[1], view):
-                        found.append((old[0], "RAW", old[1], view))
-                pending.append((st, st.reads, new))
-                continue
-            for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
-                covered = []
-                for rid in index.query(low, high):
-                    old = records[rid]
-                    if (dense and old[4]) or check_memory_overlap(old[1], view):
-                        found.append((old[0], kind, old[1], view))
-                        if _covers(new, old):
-                            covered.append(rid)
-                for rid in covered:
-                    st.retire(index, rid)
-            pending.append((st, st.writes, new))
+        for mode, views in (("R", op.input_views), ("W", op.output_views)):
+            if len(views) > 1:  # each view object once: an op reading a view twice reads it once
+                views = list({id(v): v for v in views}.values())
+            for view in views:
+                extent = view.extent
+                if extent is None:
+                    continue
+                st = storages.get(id(view.tensor))
+                if st is None:
+                    st = storages[id(view.tensor)] = _Storage()
+                records = st.records
+                low, high = extent
+                dense = view.is_dense
+                new = (j, view, low, high, dense)
+                if mode == "R":
+                    for rid in st.writes.query(low, high):
+                        old = records[rid]
+                        if (dense and old[4]) or check_memory_overlap(old[1], view):
+                            found.append((old[0], "RAW", old[1], view))
+                    pending.append((records, st.reads, new))
+                    continue
+                for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
+                    covered = None
+                    for rid in index.query(low, high):
+                        old = records[rid]
+                        if (dense and old[4]) or check_memory_overlap(old[1], view):
+                            found.append((old[0], kind, old[1], view))
+                            if _covers(new, old):
+                                covered = covered or []
+                                covered.append(rid)
+                    for rid in covered or ():
+                        old = records.pop(rid)
+                        index.remove(rid, old[2], old[3])
+                pending.append((records, st.writes, new))
         # Records of op j go in after all of its accesses: an op never depends on itself.
-        for st, index, new in pending:
-            st.add(index, new)
+        for records, index, new in pending:
+            records[next_id] = new
+            index.add(next_id, new[2], new[3])
+            next_id += 1
         if found:
-            found.sort(key=lambda f: f[0])
+            if len(found) > 1:
+                found.sort(key=_first)
+            name = names[j]
             for i, kind, vi, vj in found:
-                deps.append(Dependency(names[i], names[j], kind, not vi.same_window(vj),
+                deps.append(Dependency(names[i], name, kind, not vi.same_window(vj),
                                        vi.name, vj.name, vi.tensor.name, (vi, vj)))
         if progress is not None and j % PROGRESS_STEP == PROGRESS_STEP - 1:
             progress(PROGRESS_STEP)
@@ -162,12 +164,8 @@ def ordering_edges(ops: list[Operation], progress=None) -> list[Dependency]:
     return deps
 
 
-def _unique_accesses(op: Operation):
-    """The op's accesses, each (mode, view object) once, reads first."""
-    accesses = _accesses(op)
-    if len(accesses) <= 1:
-        return accesses
-    return list({(mode, id(view)): (mode, view) for mode, view in accesses}.values())
+def _first(item: tuple):
+    return item[0]
 
 
 def all_conflicts(ops: list[Operation]) -> list[Dependency]:

@@ -33,24 +33,24 @@ class ExtentIndex:
         self.segments: list[set] = []
         self.live = 0
 
-    def _split(self, at: int) -> int:
-        """Make ``at`` a breakpoint; return its segment's position."""
-        bounds = self.bounds
-        i = bisect_right(bounds, at) - 1
-        if i >= 0 and bounds[i] == at:
-            return i
-        bounds.insert(i + 1, at)
-        self.segments.insert(i + 1, set(self.segments[i]) if i >= 0 else set())
-        return i + 1
-
     def add(self, record, low: int, high: int) -> None:
-        start = self._split(low)
-        stop = self._split(high + 1)
-        segments = self.segments
-        for i in range(start, stop):
-            segments[i].add(record)
+        bounds, segments = self.bounds, self.segments
+        # make low and high + 1 breakpoints; a new one copies the segment it splits
+        i = bisect_right(bounds, low) - 1
+        if i < 0 or bounds[i] != low:
+            bounds.insert(i + 1, low)
+            segments.insert(i + 1, set(segments[i]) if i >= 0 else set())
+            i += 1
+        end = high + 1
+        k = bisect_right(bounds, end, i) - 1
+        if bounds[k] != end:
+            bounds.insert(k + 1, end)
+            segments.insert(k + 1, set(segments[k]))
+            k += 1
+        for m in range(i, k):
+            segments[m].add(record)
         self.live += 1
-        if len(self.bounds) > 8 * self.live + 64:
+        if len(bounds) > 8 * self.live + 64:
             self._compact()
 
     def remove(self, record, low: int, high: int) -> None:
