@@ -35,9 +35,17 @@ def _param(value):
     return (type(value).__name__ if not isinstance(value, np.generic) else "np", value)
 
 
+def _bits(data: np.ndarray) -> bytes:
+    """Exact contents, with every NaN made the canonical NaN (files keep no NaN payloads)."""
+    if data.dtype.kind == "f":
+        data = data.copy()
+        data[np.isnan(data)] = np.nan
+    return data.tobytes()
+
+
 def signature(program: Program):
     """Everything a program file must preserve, in order, as comparable values."""
-    tensors = [(name, t.shape, t.dtype.name, t.data.tobytes())
+    tensors = [(name, t.shape, t.dtype.name, _bits(t.data))
                for name, t in program.tensors.items()]
     views = [(name, v.tensor.name, v.offset, v.shape, v.stride)
              for name, v in program.views.items()]

@@ -19,7 +19,9 @@ import numpy as np
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64")
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-_JSON_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
+_NUMBER = r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_JSON_NUMBER = re.compile(_NUMBER + r"\Z")
+_JSON_NUMBERS = re.compile(rf"(?:(?:{_NUMBER})(?:\n(?:{_NUMBER}))*)?\Z")
 MAX_ERRORS_PER_ARRAY = 5
 
 
@@ -166,18 +168,22 @@ def encode_float(x: float) -> str:
 
 def _float_texts(flat: np.ndarray) -> list[str]:
     """Exact JSON texts for a 1-D float array, shortest for its own dtype."""
+    values = flat.tolist()
     if flat.dtype == np.float64:
-        return [encode_float(x) for x in flat.tolist()]
-    texts = [encode_float(x) if not math.isfinite(x) else str(s)
-             for x, s in zip(flat.tolist(), flat)]
-    for i, t in enumerate(texts):
-        if t[0] != '"':
-            ok = _JSON_NUMBER.match(t) is not None
-            if ok:
-                back = np.array(float(t), dtype=flat.dtype)
-                ok = back.tobytes() == flat[i:i + 1].tobytes()
-            if not ok:
-                texts[i] = repr(float(flat[i]))  # float64 holds any narrower float exactly
+        return [repr(x) if math.isfinite(x) else encode_float(x) for x in values]
+    texts = [str(x) for x in flat]  # NumPy's shortest repr for float32/float16
+    finite = np.isfinite(flat)
+    with np.errstate(all="ignore"):
+        back = np.fromiter(map(float, texts), np.float64, len(texts)).astype(flat.dtype)
+    uint = f"u{flat.dtype.itemsize}"
+    wrong = finite & (back.view(uint) != flat.view(uint))
+    numbers = [t for t, ok in zip(texts, finite.tolist()) if ok]
+    if not _JSON_NUMBERS.match("\n".join(numbers)):  # one C-level check for the usual case
+        wrong |= finite & np.array([_JSON_NUMBER.match(t) is None for t in texts], bool)
+    for i in np.flatnonzero(wrong).tolist():
+        texts[i] = repr(values[i])  # float64 holds any narrower float exactly
+    for i in np.flatnonzero(~finite).tolist():
+        texts[i] = encode_float(values[i])
     return texts
 
 
