@@ -789,3 +789,11 @@ def test_mutated_documents_load_or_fail_cleanly(data):
 def test_arbitrary_json_fails_cleanly(value):
     with pytest.raises(ProgramFileError):
         loads_program(json.dumps(value))
+
+
+def test_bytes_input_bad_encoding_and_deep_nesting():
+    assert loads_program(json.dumps(BASE).encode()).ops[1].name == "t"
+    with pytest.raises(ProgramFileError, match=r"\$: not valid UTF-8"):
+        loads_program(b'{"format": "\xff"}')
+    deep = "[" * 100000 + "]" * 100000
+    assert any(p.startswith("$:") for p in problems_of(deep))

@@ -87,9 +87,8 @@ def parse_data(data, shape: tuple, dtype: np.dtype, path: str, errors: list) -> 
             return v
         n = shape[depth]
         if not isinstance(value, list):
-            expected = f"a list of {n} element{'s' if n != 1 else ''}"
-            if not bad(where, f"expected {expected} (dims {list(shape[depth:])} left), "
-                              f"got {show(value)}"):
+            if not bad(where, f"expected a list of {n} element{'s' if n != 1 else ''} (data "
+                              f"must have shape {list(shape)}), got {show(value)}"):
                 raise StopIteration
             return None
         if len(value) != n:
