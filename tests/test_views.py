@@ -216,3 +216,10 @@ def test_index_errors_name_view_and_value():
         t[::0]
     with pytest.raises(af.AliasflowError, match="cannot broadcast"):
         t.broadcast_to((3, 4))
+
+
+def test_tensor_data_is_cast_exactly_or_refused():
+    t = af.Tensor("U", (2,), "uint64", data=[0, 2**64 - 1])
+    assert int(t.data[1]) == 2**64 - 1
+    with pytest.raises(af.AliasflowError, match="'U'.*int8"):
+        af.Tensor("U", (2,), "int8", data=[0, 1000])

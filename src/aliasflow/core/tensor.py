@@ -64,7 +64,11 @@ class Tensor:
         if data is None:
             self.data = np.zeros(self.shape, dtype=self.dtype)
         else:
-            arr = np.asarray(data)
+            try:  # cast with the target dtype in hand, so big ints and exact floats survive
+                arr = np.asarray(data, dtype=self.dtype)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise AliasflowError(f"tensor {name!r}: data cannot be read as "
+                                     f"{self.dtype}: {exc}") from exc
             if arr.shape != self.shape:
                 raise AliasflowError(
                     f"tensor {name!r}: data has shape {arr.shape}, expected {self.shape}")
