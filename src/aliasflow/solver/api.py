@@ -110,29 +110,24 @@ def witness(a, b):
     return unnormalize(na[3], res[0]), unnormalize(nb[3], res[1])
 
 
-def _general_plan(na, nb, limit):
-    """Pick which side to enumerate: ``(X, Y)`` so that cells of X are tested in Y."""
-    best = None
+def _shared_general(na, nb, limit):
+    """Enumerate one side (clipped to the other's extent) and test membership in the other."""
+    plans = []
     for x, y in ((na, nb), (nb, na)):
         size = 1
         for n in x[2]:
             size *= n
-        cost = size + membership_cost(y)
-        if size <= limit and membership_cost(y) <= limit and (best is None or cost < best[0]):
-            best = (cost, x, y)
-    if best is None:
-        sa = np.prod([float(n) for n in na[2]])
-        sb = np.prod([float(n) for n in nb[2]])
-        raise TooLargeError(
-            f"layouts are not slices of one parent and the smaller footprint has about "
-            f"{min(sa, sb):.3g} cells, over the enumeration limit of {limit}")
-    return best[1], best[2]
-
-
-def _shared_general(na, nb, limit):
-    x, y = _general_plan(na, nb, limit)
-    cells = enumerate_nf(x[:3], limit)
-    return cells[member_mask(y[:3], cells, limit)]
+        plans.append((size + membership_cost(y), x, y))
+    plans.sort(key=lambda p: p[0])
+    err = None
+    for _, x, y in plans:
+        try:
+            cells = enumerate_nf(x[:3], limit, "the smaller footprint", window=(y[0], y[4]))
+            return cells[member_mask(y[:3], cells, limit)]
+        except TooLargeError as e:
+            err = e
+    raise TooLargeError(f"layouts are not slices of one parent and enumerating them "
+                        f"is too large: {err}")
 
 
 def count_shared(a, b, limit=None) -> int:
@@ -153,7 +148,7 @@ def count_shared(a, b, limit=None) -> int:
     pf = product_form(na[:3], nb[:3])
     if pf is not None:
         count = 1
-        for p, q in zip(pf[1][0][0], pf[1][1][0]):
+        for p, q in zip(pf[1][0], pf[1][1]):
             count *= ap_intersect(p, q)[2]
         return count
     limit = DEFAULT_LIMIT if limit is None else limit
@@ -174,7 +169,7 @@ def shared_cells(a, b, limit=None) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     pf = product_form(na[:3], nb[:3])
     if pf is not None:
-        aps = [ap_intersect(p, q) for p, q in zip(pf[1][0][0], pf[1][1][0])]
+        aps = [ap_intersect(p, q) for p, q in zip(pf[1][0], pf[1][1])]
         return product_cells(pf[0], aps, limit)
     out = _shared_general(na, nb, max(limit, DEFAULT_LIMIT))
     if out.size > limit:
@@ -286,7 +281,7 @@ def covers(a, b) -> bool:
         return True
     pf = product_form(na[:3], nb[:3])
     if pf is not None:
-        return all(ap_subset(q, p) for p, q in zip(pf[1][0][0], pf[1][1][0]))
+        return all(ap_subset(q, p) for p, q in zip(pf[1][0], pf[1][1]))
     size = 1
     for n in nb[2]:
         size *= n

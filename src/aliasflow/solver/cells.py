@@ -46,25 +46,49 @@ def is_superincreasing(nf):
     return _high_start(nf[1], nf[2]) == 0
 
 
-def _build(offset, strides, sizes):
+def _build(offset, strides, sizes, window=None, limit=None, what="footprint"):
+    """Broadcast sums, largest stride outermost (sorted when superincreasing).
+
+    With ``window=(lo, hi)`` partial sums that cannot reach the window are dropped
+    at every stage; ``limit`` bounds the intermediate sizes.
+    """
     arr = np.array([offset], dtype=np.int64)
-    for s, n in zip(reversed(strides), reversed(sizes)):
+    k = len(strides)
+    spans = [0] * (k + 1)
+    for j in range(k):
+        spans[j + 1] = spans[j] + strides[j] * (sizes[j] - 1)
+    for j in range(k - 1, -1, -1):
+        s, n = strides[j], sizes[j]
+        if limit is not None and arr.size * n > limit:
+            raise TooLargeError(f"{what}: more than {limit} cells to enumerate "
+                                f"(at least {arr.size * n})")
         arr = (arr[:, None] + np.arange(n, dtype=np.int64) * np.int64(s)).ravel()
+        if window is not None:
+            lo, hi = window
+            arr = arr[(arr <= hi) & (arr >= lo - spans[j])]
     return arr
 
 
-def enumerate_nf(nf, limit=None, what="footprint"):
-    """Sorted unique cells of a normal form (``None`` = empty)."""
+def enumerate_nf(nf, limit=None, what="footprint", window=None):
+    """Sorted unique cells of a normal form (``None`` = empty), optionally only in ``window``."""
     if nf is None:
         return np.empty(0, dtype=np.int64)
     limit = DEFAULT_LIMIT if limit is None else limit
     off, strides, sizes = nf[0], nf[1], nf[2]
     size = _size(sizes)
-    if size > limit:
-        raise TooLargeError(f"{what} has {size} cells (indices), over the limit of {limit}")
     hi = off + sum(s * (n - 1) for s, n in zip(strides, sizes))
+    if window is not None:
+        lo_w, hi_w = max(window[0], off), min(window[1], hi)
+        if lo_w > hi_w:
+            return np.empty(0, dtype=np.int64)
+        if lo_w == off and hi_w == hi:
+            window = None
+        else:
+            window = (lo_w, hi_w)
+    if window is None and size > limit:
+        raise TooLargeError(f"{what} has {size} cells (indices), over the limit of {limit}")
     _check_int64(off, hi, what)
-    arr = _build(off, strides, sizes)
+    arr = _build(off, strides, sizes, window, limit, what)
     if _high_start(strides, sizes) != 0:
         arr = np.unique(arr)
     return arr

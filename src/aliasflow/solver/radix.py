@@ -25,60 +25,88 @@ def _digits(o, chain):
 
 
 def _try(chain, views):
-    """Per-view per-level APs ``(start, step, count)`` and dim levels, or a level to drop."""
+    """Per-view per-level APs ``(start, step, count)``, or ``(None, level to drop)``."""
     L = len(chain)
     result = []
     for off, strides, sizes in views:
         digits = _digits(off, chain)
         aps = [(dg, 1, 1) for dg in digits]
-        where = []
-        # strides ascending; find the largest chain element dividing each stride
-        for s, n in zip(strides, sizes):
-            lev = None
+        dims = list(zip(strides, sizes))
+        while dims:
+            s, n = dims.pop(0)
+            lev = 0
             for kk in range(L - 1, -1, -1):
                 t = chain[kk]
                 if t <= s and s % t == 0:
                     lev = kk
                     break
-            if lev is None:  # cannot happen: chain[0] == 1
-                return None, None
             m = s // chain[lev]
             if aps[lev][2] != 1:
                 return None, None  # two dims on one level: not a product of APs
             start = aps[lev][0]
-            if lev < L - 1 and start + m * (n - 1) >= chain[lev + 1] // chain[lev]:
-                return None, lev + 1  # carry: coarsen by dropping the next level
+            if lev < L - 1:
+                radix = chain[lev + 1] // chain[lev]
+                if start + m * (n - 1) >= radix:
+                    q = radix // m
+                    if radix % m == 0 and start < m and n % q == 0:
+                        # whole blocks of the next level: split the dim over it
+                        dims.insert(0, (chain[lev + 1], n // q))
+                        n = q
+                    else:
+                        return None, lev + 1  # carry: coarsen by dropping the next level
             aps[lev] = (start, m, n)
-            where.append((lev, m))
-        result.append((aps, where))
+        result.append(aps)
     return result, None
+
+
+def _chain_up(cands):
+    fixed = [1]
+    for t in sorted(cands):
+        if t <= fixed[-1]:
+            continue
+        if t % fixed[-1] == 0:
+            fixed.append(t)
+        elif len(fixed) > 1 and t % fixed[-2] == 0:
+            fixed[-1] = t  # prefer the larger: the smaller one was probably a stepped stride
+    return fixed
+
+
+def _chain_down(cands):
+    top = [max(cands)]
+    for t in sorted(cands, reverse=True):
+        if t < top[-1] and top[-1] % t == 0:
+            top.append(t)
+    if top[-1] != 1:
+        top.append(1)
+    return top[::-1]
 
 
 def product_form(a, b):
     """Common product decomposition of normal forms ``a`` and ``b`` (``(off, strides, sizes)``).
 
-    Returns ``(chain, [(aps, where) for a, b])`` or ``None``.  ``aps[k]`` is the
-    progression ``(start, step, count)`` of digits of level ``k``; ``where[j]`` is
-    ``(level, step)`` of normalised dim ``j``.
+    Returns ``(chain, (aps_a, aps_b))`` or ``None``; ``aps[k]`` is the progression
+    ``(start, step, count)`` of the digits of level ``k`` (unit ``chain[k]``).
+    Candidate chains are built from the strides and the dims' extents
+    (``stride * size``), top-down and bottom-up; levels are dropped on carries.
     """
-    chain = sorted({1, *a[1], *b[1]})
-    # make it a divisibility chain by dropping elements that break it
-    fixed = [1]
-    for t in chain[1:]:
-        if t % fixed[-1] == 0:
-            fixed.append(t)
-        elif len(fixed) > 1 and t % fixed[-2] == 0:
-            # prefer the larger: the smaller one was probably a stepped stride
-            fixed[-1] = t
-    chain = fixed
-    views = (a, b)
-    for _ in range(len(chain) + 1):
-        res, drop = _try(chain, views)
-        if res is not None:
-            return chain, res
-        if drop is None or drop >= len(chain):
-            return None
-        chain = chain[:drop] + chain[drop + 1:]
+    strides = {1, *a[1], *b[1]}
+    both = strides | {s * n for v in (a, b) for s, n in zip(v[1], v[2])}
+    # parent strides hidden by merging or stepping show up as gcds
+    # (offsets rounded down to each stride reveal parent strides too)
+    vals = sorted(both | {abs(o - o % s) for o in (a[0], b[0]) for s in strides})
+    both |= {gcd(x, y) for i, x in enumerate(vals) for y in vals[i + 1:]} - {0}
+    tried = []
+    for chain in (_chain_down(both), _chain_down(strides), _chain_up(both), _chain_up(strides)):
+        if chain in tried:
+            continue
+        tried.append(chain)
+        for _ in range(len(chain) + 1):
+            res, drop = _try(chain, (a, b))
+            if res is not None:
+                return chain, res
+            if drop is None or drop >= len(chain):
+                break
+            chain = chain[:drop] + chain[drop + 1:]
     return None
 
 
