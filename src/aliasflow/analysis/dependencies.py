@@ -23,9 +23,6 @@ from .. import solver
 from .overlap import check_memory_overlap, overlap
 from .schedule import DependencyGraph
 
-KINDS = {("W", "R"): "RAW", ("R", "W"): "WAR", ("W", "W"): "WAW"}
-
-
 class Dependency(NamedTuple):
     """One conflict: op ``src`` (earlier) and op ``dst`` touch a shared element.
 
@@ -63,16 +60,6 @@ class Dependency(NamedTuple):
         return f"explicit, {self.src_view}"
 
 
-def _dependency(ops, i, mode_i, view_i, j, mode_j, view_j) -> Dependency:
-    return Dependency(ops[i].name, ops[j].name, KINDS[mode_i, mode_j],
-                      not view_i.same_window(view_j), view_i.name, view_j.name,
-                      view_i.tensor.name, (view_i, view_j))
-
-
-def _accesses(op: Operation):
-    return [("R", v) for v in op.input_views] + [("W", v) for v in op.output_views]
-
-
 class _Storage:
     """Live access records of one storage: ``records`` maps a record id to
     ``(op position, view, low, high, dense)``; two extent indexes hold the reads since the
@@ -96,10 +83,12 @@ def _covers(new: tuple, old: tuple) -> bool:
 PROGRESS_STEP = 1024
 
 
-def ordering_edges(ops: list[Operation], progress=None) -> list[Dependency]:
+def ordering_edges(ops: list[Operation], progress=None, retire: bool = True
+                   ) -> list[Dependency]:
     """Edges whose transitive closure orders every conflicting pair; each a real conflict.
 
-    Records are ``(op position, view, low, high, dense)``; two dense records whose extents
+    With ``retire=False`` no record is ever dropped, so every conflicting access pair is
+    found (that is :func:`all_conflicts`). Records are ``(op position, view, low, high, dense)``; two dense records whose extents
     meet overlap, anything else gets the exact test. (This loop is the analysis hot path:
     it is written flat on purpose.)
     """
@@ -138,7 +127,7 @@ def ordering_edges(ops: list[Operation], progress=None) -> list[Dependency]:
                         old = records[rid]
                         if (dense and old[4]) or check_memory_overlap(old[1], view):
                             found.append((old[0], kind, old[1], view))
-                            if _covers(new, old):
+                            if retire and _covers(new, old):
                                 covered = covered or []
                                 covered.append(rid)
                     for rid in covered or ():
@@ -168,17 +157,10 @@ def _first(item: tuple):
     return item[0]
 
 
-def all_conflicts(ops: list[Operation]) -> list[Dependency]:
-    """Every conflicting access pair, by comparing all pairs (quadratic: small programs)."""
-    found = []
-    accesses = [_accesses(op) for op in ops]
-    for j in range(len(ops)):
-        for i in range(j):
-            for mode_i, vi in accesses[i]:
-                for mode_j, vj in accesses[j]:
-                    if (mode_i == "W" or mode_j == "W") and check_memory_overlap(vi, vj):
-                        found.append(_dependency(ops, i, mode_i, vi, j, mode_j, vj))
-    return found
+def all_conflicts(ops: list[Operation], progress=None) -> list[Dependency]:
+    """Every conflicting access pair. Their number can grow quadratically with the program,
+    so this is meant for small programs (a few thousand ops)."""
+    return ordering_edges(ops, progress, retire=False)
 
 
 def analyze(ops, complete: bool = False, progress=None) -> DependencyGraph:
@@ -210,7 +192,7 @@ def analyze(ops, complete: bool = False, progress=None) -> DependencyGraph:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        deps = all_conflicts(ops) if complete else ordering_edges(ops, progress)
+        deps = all_conflicts(ops, progress) if complete else ordering_edges(ops, progress)
     finally:
         if enabled:
             gc.enable()
