@@ -1,4 +1,4 @@
-"""Dependencies between ops: ordering edges (near-linear) and every conflict (brute force).
+"""Dependencies between ops: ordering edges (near-linear) and every conflict.
 
 For ops ``i < j`` and two of their accesses to one storage whose footprints meet:
 write then read is RAW, read then write is WAR, write then write is WAW.
@@ -22,6 +22,7 @@ from .extents import ExtentIndex
 from .. import solver
 from .overlap import check_memory_overlap, overlap
 from .schedule import DependencyGraph
+
 
 class Dependency(NamedTuple):
     """One conflict: op ``src`` (earlier) and op ``dst`` touch a shared element.
