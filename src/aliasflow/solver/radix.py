@@ -71,14 +71,21 @@ def _chain_up(cands):
     return fixed
 
 
-def _chain_down(cands):
-    top = [max(cands)]
+def _chain_down(cands, start=None):
+    """Chain of divisors going down from ``start`` (default: the largest candidate),
+    extended upwards by the larger candidates that are multiples of it."""
+    start = max(cands) if start is None else start
+    top = [start]
     for t in sorted(cands, reverse=True):
         if t < top[-1] and top[-1] % t == 0:
             top.append(t)
     if top[-1] != 1:
         top.append(1)
-    return top[::-1]
+    chain = top[::-1]
+    for t in sorted(cands):
+        if t > chain[-1] and t % chain[-1] == 0:
+            chain.append(t)
+    return chain
 
 
 def product_form(a, b):
@@ -96,7 +103,9 @@ def product_form(a, b):
     vals = sorted(both | {abs(o - o % s) for o in (a[0], b[0]) for s in strides})
     both |= {gcd(x, y) for i, x in enumerate(vals) for y in vals[i + 1:]} - {0}
     tried = []
-    for chain in (_chain_down(both), _chain_down(strides), _chain_up(both), _chain_up(strides)):
+    top = max(strides)
+    for chain in (_chain_down(both, top), _chain_down(both), _chain_down(strides),
+                  _chain_up(both), _chain_up(strides)):
         if chain in tried:
             continue
         tried.append(chain)
