@@ -3,12 +3,15 @@
 For ops ``i < j`` and two of their accesses to one storage whose footprints meet:
 write then read is RAW, read then write is WAR, write then write is WAW.
 
-:func:`analyze` keeps, per storage, the live accesses: writes not yet covered by a later write,
-and reads since. A new read meets the live writes; a new write meets the live reads and
-writes, then retires every record it covers. Records are found through an
+:func:`analyze` keeps, per storage, the live accesses: writes not yet overwritten by later
+writes, and reads since. A new read meets the live writes; a new write meets the live reads
+and writes, then retires every record it covers (and cuts dense records down to the part it
+did not overwrite). Records are found through an
 :class:`~aliasflow.analysis.extents.ExtentIndex` and tested exactly, so no footprint is ever
 enumerated. Every edge is a real conflict, and every conflicting pair is ordered by the
 edges' transitive closure: a retired record's conflicts pass through the write that covered it.
+Edges that other kept edges already imply are not produced at all (see :func:`_prune`), so
+no transitive reduction is needed afterwards.
 """
 from __future__ import annotations
 
@@ -74,18 +77,66 @@ class _Storage:
         self.records: dict[int, tuple] = {}
 
 
-def _covers(new: tuple, old: tuple) -> bool:
-    """Exact or conservative: True only if ``new``'s footprint contains ``old``'s."""
-    if new[4]:  # a dense write covers everything inside its extent
-        return new[2] <= old[2] and old[3] <= new[3]
-    return solver.covers(new[1].layout, old[1].layout)
+def _remainder(new: tuple, old: tuple):
+    """What is left live of record ``old`` after the write ``new``: None (all of it),
+    ``()`` (nothing: retire it) or the dense pieces of it that ``new`` did not overwrite.
+
+    Conflicts with an overwritten part pass through ``new``, which conflicts with ``old``
+    already; so shrinking records is as safe as retiring them, and keeps windows that are
+    overwritten slot by slot (ring buffers) from piling up. Only dense records are cut;
+    the test for the rest is exact or conservative (never claims a cover that is not).
+    """
+    if new[4]:
+        low, high = new[2], new[3]
+        if low <= old[2] and old[3] <= high:  # a dense write covers everything in its extent
+            return ()
+        if not old[4]:
+            return None
+        rest = []
+        if old[2] < low:
+            rest.append((old[0], old[1], old[2], low - 1, True))
+        if high < old[3]:
+            rest.append((old[0], old[1], high + 1, old[3], True))
+        return rest
+    return () if solver.covers(new[1].layout, old[1].layout) else None
 
 
 PROGRESS_STEP = 1024
 
 
-def ordering_edges(ops: list[Operation], progress=None, retire: bool = True
-                   ) -> list[Dependency]:
+WINDOW = 4096  # how far back the ancestor bitsets look, in ops
+_MASK = (1 << WINDOW) - 1
+
+
+def _prune(found: list[tuple], j: int, ancestors: list[int], prunable) -> list[tuple]:
+    """Drop the conflicts of op ``j`` that other kept edges already order.
+
+    ``ancestors[k % WINDOW]`` is a bitset of op ``k``'s ancestors among the ``WINDOW`` ops
+    before it (bit ``b``: op ``k - 1 - b``). Candidates are visited nearest first; one whose
+    source is already an ancestor through a kept edge is implied, so it is dropped if its
+    kind is prunable. Every ancestor bit is a real path, so dropping is always safe; sources
+    further back than the window are simply kept.
+    """
+    found.sort(key=_first, reverse=True)
+    reach = 0  # ancestors of j through kept edges, in j's frame
+    kept, sources = [], set()
+    for rec in found:
+        i = rec[0]
+        d = j - 1 - i
+        if i not in sources:
+            if rec[1] in prunable and d < WINDOW and (reach >> d) & 1:
+                continue
+            sources.add(i)
+            if d < WINDOW:
+                reach |= (ancestors[i % WINDOW] << (d + 1)) | (1 << d)
+        kept.append(rec)
+    ancestors[j % WINDOW] = reach & _MASK
+    kept.reverse()
+    return kept
+
+
+def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
+                   prune=("WAR", "WAW")) -> list[Dependency]:
     """Edges whose transitive closure orders every conflicting pair; each a real conflict.
 
     With ``retire=False`` no record is ever dropped, so every conflicting access pair is
@@ -97,6 +148,8 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True
     deps: list[Dependency] = []
     names = [op.name for op in ops]
     next_id = 0
+    ancestors = [0] * WINDOW
+    prunable = frozenset(prune or ())
 
     for j, op in enumerate(ops):
         found: list[tuple] = []
@@ -123,26 +176,35 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True
                     pending.append((records, st.reads, new))
                     continue
                 for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
-                    covered = None
+                    changed = []
                     for rid in index.query(low, high):
                         old = records[rid]
                         if (dense and old[4]) or check_memory_overlap(old[1], view):
                             found.append((old[0], kind, old[1], view))
-                            if retire and _covers(new, old):
-                                covered = covered or []
-                                covered.append(rid)
-                    for rid in covered or ():
+                            if retire:
+                                rest = _remainder(new, old)
+                                if rest is not None:
+                                    changed.append((rid, rest))
+                    for rid, rest in changed:
                         old = records.pop(rid)
                         index.remove(rid, old[2], old[3])
+                        for piece in rest:
+                            records[next_id] = piece
+                            index.add(next_id, piece[2], piece[3])
+                            next_id += 1
                 pending.append((records, st.writes, new))
         # Records of op j go in after all of its accesses: an op never depends on itself.
         for records, index, new in pending:
             records[next_id] = new
             index.add(next_id, new[2], new[3])
             next_id += 1
+        if prunable:
+            found = _prune(found, j, ancestors, prunable) if found else found
+            if not found:
+                ancestors[j % WINDOW] = 0
+        elif len(found) > 1:
+            found.sort(key=_first)
         if found:
-            if len(found) > 1:
-                found.sort(key=_first)
             name = names[j]
             for i, kind, vi, vj in found:
                 deps.append(Dependency(names[i], name, kind, not vi.same_window(vj),
@@ -161,10 +223,11 @@ def _first(item: tuple):
 def all_conflicts(ops: list[Operation], progress=None) -> list[Dependency]:
     """Every conflicting access pair. Their number can grow quadratically with the program,
     so this is meant for small programs (a few thousand ops)."""
-    return ordering_edges(ops, progress, retire=False)
+    return ordering_edges(ops, progress, retire=False, prune=())
 
 
-def analyze(ops, complete: bool = False, progress=None) -> DependencyGraph:
+def analyze(ops, complete: bool = False, minimal: bool = False, progress=None
+            ) -> DependencyGraph:
     """Dependency graph of ``ops`` (in program order).
 
     Parameters
@@ -173,8 +236,13 @@ def analyze(ops, complete: bool = False, progress=None) -> DependencyGraph:
     complete : bool, default False
         False: ordering edges, near-linear in the number of ops; every edge is a real
         conflict and every conflicting pair is ordered by the edges' transitive closure.
-        True: every conflicting access pair, by comparing all pairs; quadratic, meant for
-        small programs (a few thousand ops).
+        True: every conflicting access pair (no record is ever retired); their number can
+        grow quadratically, so this is meant for small programs (a few thousand ops).
+    minimal : bool, default False
+        False: a RAW edge from every write that is still live (not completely overwritten)
+        to each op reading it, the data flow a reader sees; WAR and WAW edges that other
+        edges already imply are left out. True: implied RAW edges are left out too, for a
+        scheduler that only needs the order.
     progress : callable, optional
         Called with a number of ops analysed so far, every thousand ops or so.
 
@@ -193,7 +261,11 @@ def analyze(ops, complete: bool = False, progress=None) -> DependencyGraph:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        deps = all_conflicts(ops, progress) if complete else ordering_edges(ops, progress)
+        if complete:
+            deps = all_conflicts(ops, progress)
+        else:
+            prune = ("RAW", "WAR", "WAW") if minimal else ("WAR", "WAW")
+            deps = ordering_edges(ops, progress, prune=prune)
     finally:
         if enabled:
             gc.enable()
@@ -206,9 +278,8 @@ def analyze_dependencies(ops) -> dict[str, list[str]]:
     Read-after-write conflicts only, every pair (not just ordering edges), in program order.
     """
     ops = check_ops(ops)
-    result = {}
-    for j, op in enumerate(ops):
-        result[op.name] = [prev.name for prev in ops[:j]
-                           if any(check_memory_overlap(i, o)
-                                  for i in op.input_views for o in prev.output_views)]
+    result: dict[str, list[str]] = {op.name: [] for op in ops}
+    for d in all_conflicts(ops):  # in program order of dst, then of src
+        if d.kind == "RAW" and d.src not in result[d.dst][-1:]:
+            result[d.dst].append(d.src)
     return result
