@@ -186,9 +186,14 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
                                 if rest is not None:
                                     changed.append((rid, rest))
                     for rid, rest in changed:
-                        old = records.pop(rid)
-                        index.remove(rid, old[2], old[3])
-                        for piece in rest:
+                        old = records[rid]
+                        if not rest:
+                            del records[rid]
+                            index.remove(rid, old[2], old[3])
+                            continue
+                        records[rid] = rest[0]
+                        index.cut(rid, old[2], old[3], rest[0][2], rest[0][3])
+                        for piece in rest[1:]:
                             records[next_id] = piece
                             index.add(next_id, piece[2], piece[3])
                             next_id += 1

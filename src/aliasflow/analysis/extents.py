@@ -53,6 +53,28 @@ class ExtentIndex:
         if len(bounds) > 8 * self.live + 64:
             self._compact()
 
+    def _breakpoint(self, at: int) -> int:
+        """Make ``at`` a breakpoint (a new one copies the segment it splits); its position."""
+        bounds = self.bounds
+        i = bisect_right(bounds, at) - 1
+        if i >= 0 and bounds[i] == at:
+            return i
+        bounds.insert(i + 1, at)
+        self.segments.insert(i + 1, set(self.segments[i]) if i >= 0 else set())
+        return i + 1
+
+    def cut(self, record, low: int, high: int, keep_low: int, keep_high: int) -> None:
+        """Shrink a record's extent from ``[low, high]`` to ``[keep_low, keep_high]`` inside it."""
+        a = self._breakpoint(keep_low)
+        b = self._breakpoint(keep_high + 1)
+        bounds, segments = self.bounds, self.segments
+        for m in range(max(bisect_right(bounds, low) - 1, 0), a):
+            segments[m].discard(record)
+        n = len(bounds)
+        while b < n and bounds[b] <= high:
+            segments[b].discard(record)
+            b += 1
+
     def remove(self, record, low: int, high: int) -> None:
         bounds, segments = self.bounds, self.segments
         i = max(bisect_right(bounds, low) - 1, 0)
