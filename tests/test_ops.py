@@ -110,3 +110,14 @@ def test_complex_example_fails_at_add_with_earlier_effects_kept():
     assert a[2:, 2:].tolist() == [[1, 1], [1, 1]]
     assert a[:, 3].tolist() == [0, 0, 1, 1] and a[3].tolist() == [0, 0, 1, 1]
     assert p.ops[2].result.tolist() == [[1, 1], [1, 1]]
+
+
+def test_kernels_returning_views_see_inputs_before_writes():
+    a = tensor()
+    before = a.data.copy()
+    af.TransformOperation("t", lambda x: x).set_inputs(a.T).set_outputs(a.view()).execute()
+    np.testing.assert_array_equal(a.data, before.T)
+    keep = af.TransformOperation("k", lambda x: x).set_inputs(a[0])
+    keep.execute()
+    a.data[0] = -1
+    np.testing.assert_array_equal(keep.result, before.T[0])

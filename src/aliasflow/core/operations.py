@@ -72,25 +72,25 @@ class Operation:
                         f"op {self.name!r}: output view {out.name!r} (shape {out.shape}, "
                         f"stride {out.stride}) maps several indices to one element; writing "
                         f"through it is ambiguous")
-        out_tensors = {id(v.tensor) for v in self.output_views}
-        # Copy inputs that share storage with an output: inputs are read before any write.
-        values = [np.array(v.numpy()) if id(v.tensor) in out_tensors else v.numpy()
-                  for v in self.input_views]
-        value = self.compute(values)
-        arrays = []
+        # Inputs are read (the kernel runs to completion) before any output is written; only
+        # a result that still aliases an output (a kernel returning a view) must be copied.
+        inputs = [v.numpy() for v in self.input_views]
+        value = np.asarray(self.compute(inputs))
+        arrays = [out._ndarray() for out in self.output_views]
+        # ...and a result kept in op.result must not change when later ops write its storage
+        if any(np.may_share_memory(value, arr) for arr in (arrays or inputs)):
+            value = value.copy()
         for out in self.output_views:
-            val = np.asarray(value)
-            if not _broadcasts(val.shape, out.shape) \
-                    or np.broadcast_shapes(val.shape, out.shape) != out.shape:
-                raise AliasflowError(f"op {self.name!r}: result of shape {val.shape} does not "
-                                     f"fit output {out.name!r} of shape {out.shape}")
+            if not _broadcasts(value.shape, out.shape) \
+                    or np.broadcast_shapes(value.shape, out.shape) != out.shape:
+                raise AliasflowError(f"op {self.name!r}: result of shape {value.shape} does "
+                                     f"not fit output {out.name!r} of shape {out.shape}")
             # Fill checked its value fits each output exactly; others follow NumPy's same_kind
-            if self.kind != "fill" and not np.can_cast(val.dtype, out.dtype, "same_kind"):
-                raise AliasflowError(f"op {self.name!r}: result dtype {val.dtype} cannot be "
+            if self.kind != "fill" and not np.can_cast(value.dtype, out.dtype, "same_kind"):
+                raise AliasflowError(f"op {self.name!r}: result dtype {value.dtype} cannot be "
                                      f"written to output {out.name!r} of dtype {out.dtype}")
-            arrays.append((out._ndarray(), val))
-        for arr, val in arrays:
-            arr[...] = val
+        for arr in arrays:
+            arr[...] = value
         self.result = None if self.output_views else value
 
     def __repr__(self) -> str:
