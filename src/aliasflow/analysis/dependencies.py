@@ -31,7 +31,8 @@ class Dependency(NamedTuple):
     """One conflict: op ``src`` (earlier) and op ``dst`` touch a shared element.
 
     ``implicit`` is False when both accesses use the same view (same window on the same
-    tensor), True when different views overlap. ``elements`` lists the shared storage
+    tensor), True when different views overlap. ``src_access`` and ``dst_access`` are the two
+    views; ``src_view``/``dst_view`` their names. ``elements`` lists the shared storage
     elements and ``count`` gives their number (both computed on request).
     """
 
@@ -39,10 +40,24 @@ class Dependency(NamedTuple):
     dst: str
     kind: str
     implicit: bool
-    src_view: str
-    dst_view: str
-    tensor: str
-    views: tuple[TensorView, TensorView]
+    src_access: TensorView
+    dst_access: TensorView
+
+    @property
+    def src_view(self) -> str:
+        return self.src_access.name
+
+    @property
+    def dst_view(self) -> str:
+        return self.dst_access.name
+
+    @property
+    def tensor(self) -> str:
+        return self.src_access.tensor.name
+
+    @property
+    def views(self) -> tuple[TensorView, TensorView]:
+        return self.src_access, self.dst_access
 
     @property
     def overlap(self):
@@ -212,8 +227,7 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
         if found:
             name = names[j]
             for i, kind, vi, vj in found:
-                deps.append(Dependency(names[i], name, kind, not vi.same_window(vj),
-                                       vi.name, vj.name, vi.tensor.name, (vi, vj)))
+                deps.append(Dependency(names[i], name, kind, not vi.same_window(vj), vi, vj))
         if progress is not None and j % PROGRESS_STEP == PROGRESS_STEP - 1:
             progress(PROGRESS_STEP)
     if progress is not None:

@@ -18,12 +18,16 @@ class DependencyGraph:
         self.ops = list(ops)
         self.dependencies = list(dependencies)
         self._position = {name: k for k, name in enumerate(self.ops)}
-        self._preds: list[set[int]] = [set() for _ in self.ops]
-        self._succs: list[set[int]] = [set() for _ in self.ops]
+        # Ops without edges share one empty tuple: a million ops need no million empty sets.
+        preds: dict[int, set[int]] = {}
+        succs: dict[int, set[int]] = {}
+        position = self._position
         for d in self.dependencies:
-            s, t = self._position[d.src], self._position[d.dst]
-            self._preds[t].add(s)
-            self._succs[s].add(t)
+            s, t = position[d.src], position[d.dst]
+            preds.setdefault(t, set()).add(s)
+            succs.setdefault(s, set()).add(t)
+        self._preds: list = [preds.get(k, ()) for k in range(len(self.ops))]
+        self._succs: list = [succs.get(k, ()) for k in range(len(self.ops))]
 
     def _index(self, op) -> int:
         name = getattr(op, "name", op)
@@ -35,7 +39,7 @@ class DependencyGraph:
     def _names(self, indices) -> list[str]:
         return [self.ops[k] for k in sorted(indices)]
 
-    def predecessor_indices(self, k: int) -> set[int]:
+    def predecessor_indices(self, k: int):
         """Positions (in program order) of the ops with an edge into op number ``k``."""
         return self._preds[k]
 
