@@ -175,3 +175,11 @@ def test_bad_programs_are_refused():
         af.analyze([a, af.FillOperation("x")])
     with pytest.raises(af.AliasflowError, match=r"ops\[1\] is not an Operation"):
         af.analyze([a, "op"])
+
+
+def test_value_flow_refuses_storages_too_big_for_a_shadow():
+    big = af.Tensor.virtual("Big", (1 << 40,))
+    ops = [af.FillOperation("w").set_outputs(big[:10]),
+           af.TransformOperation("r").set_inputs(big[5:8])]
+    with pytest.raises(af.AliasflowError, match=r"'Big' needs a shadow of 1099511627776"):
+        value_flow(ops)

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import render
 from .analysis.dependencies import analyze, analyze_dependencies
 from .analysis.flow import value_flow
-from .core.errors import AliasflowError, ExecutionError
+from .core.errors import ExecutionError
 from .core.program import Program
 from .execution.runner import run as run_ops
 from .seeds import ERRATUM, complex_example, simple_example
@@ -34,7 +34,7 @@ def _clean_errors():
     """Bad input and failed ops end the command with one line on stderr and exit code 1."""
     try:
         yield
-    except (AliasflowError, ExecutionError, OSError) as exc:
+    except (ValueError, ExecutionError, OSError, MemoryError) as exc:  # AliasflowError too
         errors.print(f"[bold red]error:[/] {exc}".replace("\n", "\n  "), highlight=False)
         raise typer.Exit(1)
     except KeyboardInterrupt:

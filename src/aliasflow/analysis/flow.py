@@ -31,6 +31,18 @@ class Flow:
     elements: np.ndarray = field(repr=False, compare=False)
 
 
+SHADOW_LIMIT = 1 << 28  # elements: 2 GiB of int64 shadow
+
+
+def _shadow(tensor) -> np.ndarray:
+    n = tensor.get_storage_size()
+    if n > SHADOW_LIMIT:
+        raise AliasflowError(f"value flow through tensor {tensor.name!r} needs a shadow of "
+                             f"{n} elements (more than {SHADOW_LIMIT}); it is meant for "
+                             f"tensors that fit in memory")
+    return np.full(n, -1, np.int64)
+
+
 def _shadow_view(shadow: np.ndarray, view) -> np.ndarray:
     isz = shadow.itemsize
     return np.ndarray(view.shape, shadow.dtype, buffer=shadow, offset=view.offset * isz,
@@ -89,7 +101,6 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
             if id(v.tensor) in read and v.size:
                 shadow = shadows.get(id(v.tensor))
                 if shadow is None:
-                    shadow = shadows[id(v.tensor)] = np.full(v.tensor.get_storage_size(), -1,
-                                                             np.int64)
+                    shadow = shadows[id(v.tensor)] = _shadow(v.tensor)
                 _shadow_view(shadow, v)[...] = j
     return flows[names[stop - 1]] if op is not None else flows
