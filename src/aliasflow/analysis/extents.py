@@ -47,8 +47,8 @@ class ExtentIndex:
             bounds.insert(k + 1, end)
             segments.insert(k + 1, set(segments[k]))
             k += 1
-        for m in range(i, k):
-            segments[m].add(record)
+        for segment in segments[i:k]:
+            segment.add(record)
         self.live += 1
         if len(bounds) > 8 * self.live + 64:
             self._compact()
@@ -68,39 +68,30 @@ class ExtentIndex:
         a = self._breakpoint(keep_low)
         b = self._breakpoint(keep_high + 1)
         bounds, segments = self.bounds, self.segments
-        for m in range(max(bisect_right(bounds, low) - 1, 0), a):
-            segments[m].discard(record)
-        n = len(bounds)
-        while b < n and bounds[b] <= high:
-            segments[b].discard(record)
-            b += 1
+        for segment in segments[max(bisect_right(bounds, low) - 1, 0):a]:
+            segment.discard(record)
+        for segment in segments[b:bisect_right(bounds, high, b)]:
+            segment.discard(record)
 
     def remove(self, record, low: int, high: int) -> None:
-        bounds, segments = self.bounds, self.segments
-        i = max(bisect_right(bounds, low) - 1, 0)
-        n = len(bounds)
-        while i < n and bounds[i] <= high:
-            segments[i].discard(record)
-            i += 1
+        bounds = self.bounds
+        i = bisect_right(bounds, low) - 1
+        for segment in self.segments[i if i > 0 else 0:bisect_right(bounds, high, i + 1)]:
+            segment.discard(record)
         self.live -= 1
 
-    def query(self, low: int, high: int) -> set:
-        """Records whose extents meet ``[low, high]``."""
-        bounds, segments = self.bounds, self.segments
+    def query(self, low: int, high: int):
+        """Records whose extents meet ``[low, high]`` (a set not to be modified)."""
+        bounds = self.bounds
         i = bisect_right(bounds, low) - 1
         if i < 0:  # the query starts before every record
             if not bounds or high < bounds[0]:
                 return _EMPTY
             i = 0
-        n = len(bounds)
-        if i + 1 >= n or bounds[i + 1] > high:  # one segment: the common case
-            return segments[i]
-        found = set(segments[i])
-        i += 1
-        while i < n and bounds[i] <= high:
-            found |= segments[i]
-            i += 1
-        return found
+        k = bisect_right(bounds, high, i + 1)
+        if k - i == 1:  # one segment: the common case, no copy
+            return self.segments[i]
+        return _EMPTY.union(*self.segments[i:k])
 
     def _compact(self) -> None:
         """Merge neighbouring segments holding the same records (after many removals)."""
