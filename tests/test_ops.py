@@ -121,3 +121,11 @@ def test_kernels_returning_views_see_inputs_before_writes():
     keep.execute()
     a.data[0] = -1
     np.testing.assert_array_equal(keep.result, before.T[0])
+
+
+def test_binary_callables_need_not_broadcast():
+    a, b = tensor("A", (2, 3)), tensor("B", (3, 4))
+    c = af.Tensor("C", (2, 4), "float64")
+    af.BinaryOperation("mm", np.matmul).set_inputs(a.view(), b.view()).set_outputs(
+        c.view()).execute()
+    np.testing.assert_array_equal(c.data, a.data @ b.data)

@@ -143,6 +143,7 @@ class _FnOperation(Operation):
     def __init__(self, name: str, fn="copy"):
         super().__init__(name)
         self.fn, self.fn_name = resolve(name, self.family, fn)
+        self.elementwise = isinstance(fn, str)  # registry kernels; a callable may be anything
 
     @property
     def params(self) -> dict:
@@ -164,7 +165,9 @@ class TransformOperation(_FnOperation):
 
 
 class BinaryOperation(_FnOperation):
-    """Elementwise binary op with NumPy broadcasting: ``out = fn(a, b)`` (default: add)."""
+    """Binary op: ``out = fn(a, b)`` (default: add). Named kernels are elementwise with
+    NumPy broadcasting, and inputs that do not broadcast are refused; a callable (say
+    ``np.matmul``) decides for itself."""
 
     kind = "binary"
     arity = 2
@@ -175,7 +178,7 @@ class BinaryOperation(_FnOperation):
 
     def compute(self, values):
         a, b = values
-        if not _broadcasts(a.shape, b.shape):
+        if self.elementwise and not _broadcasts(a.shape, b.shape):
             raise AliasflowError(f"op {self.name!r}: input shapes do not broadcast: "
                                  f"{self._shapes(self.input_views)}")
         return self.fn(a, b)
