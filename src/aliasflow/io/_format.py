@@ -1,0 +1,48 @@
+"""Program-file constants and the error every refused file raises."""
+from __future__ import annotations
+
+from ..core.errors import AliasflowError
+
+FORMAT = "aliasflow-program"
+VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+MAX_FILE_BYTES = 256 * 2**20
+MAX_TENSOR_BYTES = 2**32
+MAX_DIMS = 32
+MAX_PROBLEMS = 200  # reported in full; beyond this, a count
+_INT64 = (-2**63, 2**63 - 1)
+
+DERIVATIONS = ("index", "transpose", "reshape", "broadcast_to", "as_strided")
+# kind -> {param: family}; "number" and "int" are value types, other families name registries.
+KIND_PARAMS = {
+    "fill": {"fill_value": "number"},
+    "transform": {"fn": "unary"},
+    "binary": {"fn": "binary"},
+    "reduce": {"fn": "reduce", "axis": "int"},
+}
+_KEY_HINTS = {k: (" (a derived view takes its tensor from \"of\"; for an explicit window use "
+                  "\"tensor\", or derive one with \"as_strided\")")
+              for k in ("tensor", "offset", "shape", "stride")}
+_FAMILY_WORD = {"unary": "transform (unary)", "binary": "binary", "reduce": "reduce"}
+
+
+class ProgramFileError(AliasflowError):
+    """A program file (or a program to save) that aliasflow refuses.
+
+    ``problems`` lists every problem found, each starting with its JSON path; ``source`` is the
+    file name (or ``"<string>"``).
+    """
+
+    def __init__(self, problems, source: str = "<string>"):
+        self.problems = list(problems)
+        self.source = source
+        shown = self.problems[:MAX_PROBLEMS]
+        more = len(self.problems) - len(shown)
+        if len(self.problems) == 1:
+            text = f"{source}: {shown[0]}"
+        else:
+            text = f"{source}: {len(self.problems)} problems:\n" + "\n".join(
+                f"  {p}" for p in shown)
+            if more:
+                text += f"\n  ... and {more} more"
+        super().__init__(text)

@@ -1,0 +1,453 @@
+"""Reading program files: JSON parsing and the validating loader (every problem, with its
+JSON path; never runs code from the file)."""
+from __future__ import annotations
+
+import difflib
+import json
+from math import prod
+
+import numpy as np
+
+from ..core.errors import AliasflowError
+from ..core.functions import REGISTRIES
+from ..core.operations import OP_KINDS
+from ..core.program import Program
+from ..core.tensor import Tensor
+from ..core.view import TensorView
+from ._index import IndexSyntaxError, parse_index
+from ._values import DTYPES, check_scalar, parse_init, show
+from ._format import (_FAMILY_WORD, _INT64, _KEY_HINTS, DERIVATIONS, FORMAT, KIND_PARAMS,
+                      MAX_DIMS, MAX_TENSOR_BYTES, SUPPORTED_VERSIONS)
+
+
+# ---- JSON parsing ----------------------------------------------------------------------------
+class _Object(dict):
+    """A JSON object that remembers keys given more than once (json keeps the last)."""
+
+    duplicates: tuple = ()
+
+
+def _object_pairs(pairs):
+    obj = _Object(pairs)
+    if len(obj) != len(pairs):
+        seen, dups = set(), []
+        for k, _ in pairs:
+            if k in seen and k not in dups:
+                dups.append(k)
+            seen.add(k)
+        obj.duplicates = tuple(dups)
+    return obj
+
+
+def _parse_json(text):
+    try:
+        return json.loads(text, object_pairs_hook=_object_pairs), None
+    except json.JSONDecodeError as exc:
+        return None, (f"$: not valid JSON: {exc.msg} at line {exc.lineno}, "
+                      f"column {exc.colno}")
+    except UnicodeDecodeError as exc:
+        return None, f"$: not valid UTF-8 text: {exc}"
+    except RecursionError:
+        return None, "$: not usable JSON: nested too deeply"
+
+
+# ---- the loader ------------------------------------------------------------------------------
+def _kind_of(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class _Broken:
+    """Placeholder for a tensor or view whose definition had problems (already reported)."""
+
+
+BROKEN = _Broken()
+
+
+class _Loader:
+    def __init__(self):
+        self.problems: list[str] = []
+        self.tensors: dict[str, Tensor | _Broken] = {}
+        self.views: dict[str, TensorView | _Broken] = {}
+        self.full_views: dict[str, TensorView] = {}
+        self.later_views: set[str] = set()
+
+    def bad(self, path: str, message: str) -> None:
+        self.problems.append(f"{path}: {message}")
+
+    # -- generic checks --
+    def keys(self, obj, path: str, required, optional=()) -> bool:
+        """Report duplicate, missing and unknown keys; False when a required key is missing."""
+        for k in getattr(obj, "duplicates", ()):
+            self.bad(f"{path}.{k}", f"key {k!r} is given more than once")
+        ok = True
+        for k in required:
+            if k not in obj:
+                self.bad(path, f"missing key {k!r}")
+                ok = False
+        allowed = list(required) + list(optional)
+        for k in obj:
+            if k not in allowed:
+                hint = _KEY_HINTS.get(k, "") if "of" in allowed else ""
+                self.bad(f"{path}.{k}", f"unknown key {show(k)}{_suggest(k, allowed)}; "
+                                        f"allowed keys: {', '.join(allowed)}{hint}")
+        return ok
+
+    def object(self, value, path: str, what: str) -> bool:
+        if isinstance(value, dict):
+            return True
+        self.bad(path, f"expected {what} (a JSON object), got {_kind_of(value)} {show(value)}")
+        return False
+
+    def list_of(self, obj, key: str, path: str, default=None):
+        value = obj.get(key, default)
+        if not isinstance(value, list):
+            self.bad(f"{path}.{key}", f"expected a list, got {_kind_of(value)} {show(value)}")
+            return None
+        return value
+
+    def name(self, obj, path: str, seen: dict, what: str):
+        name = obj.get("name")
+        if "name" not in obj:
+            return None  # reported by keys()
+        if not isinstance(name, str) or not name:
+            self.bad(f"{path}.name", f"expected a non-empty string, got {show(name)}")
+            return None
+        if name in seen:
+            self.bad(f"{path}.name", f"duplicate {what} name {name!r} (first defined at "
+                                     f"{seen[name]})")
+            return None
+        seen[name] = path
+        return name
+
+    def int_value(self, value, path: str, *, minimum=None) -> int | None:
+        if not _is_int(value):
+            self.bad(path, f"expected an int, got {show(value)}")
+            return None
+        if not _INT64[0] <= value <= _INT64[1]:
+            self.bad(path, f"{value} does not fit in 64 bits")
+            return None
+        if minimum is not None and value < minimum:
+            word = "negative size" if minimum == 0 else f"must be at least {minimum}, got"
+            self.bad(path, f"{word} {value}")
+            return None
+        return value
+
+    def int_list(self, value, path: str, *, minimum=None, what="ints") -> list | None:
+        if not isinstance(value, list) or any(not _is_int(v) for v in value):
+            self.bad(path, f"expected a list of {what}, got {show(value)}")
+            return None
+        out = [self.int_value(v, f"{path}[{i}]", minimum=minimum) for i, v in enumerate(value)]
+        return None if any(v is None for v in out) else out
+
+    # -- sections --
+    def load(self, doc) -> Program | None:
+        if not isinstance(doc, dict):
+            self.bad("$", f"expected a JSON object with keys format, version, tensors, views, "
+                          f"ops; got {_kind_of(doc)} {show(doc)}")
+            return None
+        self.keys(doc, "$", ("format", "version", "tensors", "ops"),
+                  ("description", "views"))
+        if "format" in doc and doc["format"] != FORMAT:
+            self.bad("$.format", f"expected {show(FORMAT)}, got {show(doc['format'])}")
+        if "version" in doc:
+            version = doc["version"]
+            if version not in SUPPORTED_VERSIONS or not _is_int(version):
+                supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+                self.bad("$.version", f"unsupported version {show(version)}; this aliasflow "
+                                      f"reads version {supported}")
+                if _is_int(version) and version > max(SUPPORTED_VERSIONS):
+                    return None  # a newer format: the rest cannot be judged
+        description = doc.get("description")
+        if description is not None and not isinstance(description, str):
+            self.bad("$.description", f"expected a string, got {show(description)}")
+        tensors = self.list_of(doc, "tensors", "$", default=[])
+        views = self.list_of(doc, "views", "$", default=[])
+        ops = self.list_of(doc, "ops", "$", default=[])
+        # Names of views defined later, to say "defined later" rather than "unknown".
+        for entry in views or []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                self.later_views.add(entry["name"])
+        seen: dict = {}
+        for i, entry in enumerate(tensors or []):
+            self.tensor(entry, f"$.tensors[{i}]", seen)
+        seen = {}
+        for i, entry in enumerate(views or []):
+            self.view(entry, f"$.views[{i}]", seen)
+        seen = {}
+        built = [self.op(entry, f"$.ops[{i}]", seen) for i, entry in enumerate(ops or [])]
+        if self.problems:
+            return None
+        program = Program(built, [t for t in self.tensors.values()],
+                          [v for v in self.views.values()])
+        program.description = description
+        return program
+
+    def tensor(self, entry, path: str, seen: dict) -> None:
+        if not self.object(entry, path, "a tensor"):
+            return
+        self.keys(entry, path, ("name", "shape"), ("dtype", "init", "description"))
+        name = self.name(entry, path, seen, "tensor")
+        shape = None
+        if "shape" in entry:
+            shape = self.int_list(entry["shape"], f"{path}.shape", minimum=0,
+                                  what="non-negative ints")
+            if shape is not None and len(shape) > MAX_DIMS:
+                self.bad(f"{path}.shape", f"{len(shape)} dims; at most {MAX_DIMS} are supported")
+                shape = None
+        dtype_name = entry.get("dtype", "float32")
+        dtype = None
+        if dtype_name not in DTYPES:
+            self.bad(f"{path}.dtype", f"unknown dtype {show(dtype_name)}"
+                     f"{_suggest(dtype_name, DTYPES) if isinstance(dtype_name, str) else ''}; "
+                     f"supported: {', '.join(DTYPES)}")
+        else:
+            dtype = np.dtype(dtype_name)
+        if shape is not None and dtype is not None:
+            nbytes = prod(shape) * dtype.itemsize
+            if nbytes > MAX_TENSOR_BYTES:
+                self.bad(f"{path}.shape", f"shape {shape} of {dtype.name} needs {nbytes} bytes; "
+                                          f"at most {MAX_TENSOR_BYTES} are allowed")
+                shape = None
+        description = entry.get("description")
+        if description is not None and not isinstance(description, str):
+            self.bad(f"{path}.description", f"expected a string, got {show(description)}")
+        if name is None:
+            return
+        self.tensors[name] = BROKEN
+        if shape is None or dtype is None:
+            return
+        before = len(self.problems)
+        data = parse_init(entry.get("init", "zeros"), tuple(shape), dtype, f"{path}.init",
+                          self.problems)
+        if len(self.problems) > before:
+            return
+        try:
+            self.tensors[name] = Tensor(name, tuple(shape), dtype, data)
+        except AliasflowError as exc:  # pragma: no cover - checked above
+            self.bad(path, str(exc))
+
+    def resolve(self, ref, path: str, *, deriving: bool = False):
+        """The view (or tensor full view) named ``ref``; BROKEN if it was already reported."""
+        if not isinstance(ref, str):
+            self.bad(path, f"expected a view or tensor name (a string), got {show(ref)}")
+            return BROKEN
+        if ref in self.views:
+            return self.views[ref]
+        if ref in self.tensors:
+            tensor = self.tensors[ref]
+            if tensor is BROKEN:
+                return BROKEN
+            if ref not in self.full_views:
+                self.full_views[ref] = tensor.view()
+            return self.full_views[ref]
+        if deriving and ref in self.later_views:
+            self.bad(path, f"view {ref!r} is defined later; a view can only be derived from "
+                           f"views defined before it")
+        else:
+            known = list(self.views) + list(self.tensors) + list(self.later_views)
+            self.bad(path, f"unknown view {ref!r}{_suggest(ref, known)}")
+        return BROKEN
+
+    def view(self, entry, path: str, seen: dict) -> None:
+        if not self.object(entry, path, "a view"):
+            return
+        derived = "of" in entry
+        if derived:
+            steps = [k for k in DERIVATIONS if k in entry]
+            self.keys(entry, path, ("name", "of"), DERIVATIONS + ("description",))
+            if len(steps) != 1:
+                self.bad(path, f"a derived view needs exactly one of "
+                               f"{', '.join(DERIVATIONS)}; got "
+                               f"{', '.join(steps) if steps else 'none'}")
+        else:
+            if "tensor" not in entry:
+                self.keys(entry, path, ("name",), ("tensor", "of", "offset", "shape", "stride",
+                                                   "description"))
+                self.bad(path, "a view needs \"tensor\" (an explicit view) or \"of\" (a view "
+                               "derived from an earlier view or a tensor)")
+                self.name(entry, path, seen, "view")
+                return
+            self.keys(entry, path, ("name", "tensor"), ("offset", "shape", "stride",
+                                                        "description"))
+        name = self.name(entry, path, seen, "view")
+        description = entry.get("description")
+        if description is not None and not isinstance(description, str):
+            self.bad(f"{path}.description", f"expected a string, got {show(description)}")
+        view = self.derived_view(entry, path, name) if derived \
+            else self.explicit_view(entry, path, name)
+        if name is not None:
+            self.views[name] = view if view is not None else BROKEN
+
+    def explicit_view(self, entry, path: str, name):
+        ok = True
+        tensor = entry.get("tensor")
+        if not isinstance(tensor, str):
+            self.bad(f"{path}.tensor", f"expected a tensor name (a string), got {show(tensor)}")
+            ok = False
+        elif tensor not in self.tensors:
+            self.bad(f"{path}.tensor", f"unknown tensor {tensor!r}"
+                                       f"{_suggest(tensor, self.tensors)}")
+            ok = False
+        elif self.tensors[tensor] is BROKEN:
+            ok = False
+        offset = self.int_value(entry.get("offset", 0), f"{path}.offset")
+        shape = stride = None
+        if entry.get("shape") is not None:
+            shape = self.int_list(entry["shape"], f"{path}.shape", minimum=0,
+                                  what="non-negative ints")
+            ok = ok and shape is not None
+        if entry.get("stride") is not None:
+            stride = self.int_list(entry["stride"], f"{path}.stride")
+            ok = ok and stride is not None
+        if not ok or offset is None or name is None:
+            return None
+        try:
+            return TensorView(name, self.tensors[tensor], offset,
+                              None if shape is None else tuple(shape),
+                              None if stride is None else tuple(stride))
+        except AliasflowError as exc:
+            self.bad(path, str(exc))
+            return None
+
+    def derived_view(self, entry, path: str, name):
+        base = self.resolve(entry.get("of"), f"{path}.of", deriving=True) \
+            if "of" in entry else BROKEN
+        steps = [k for k in DERIVATIONS if k in entry]
+        if len(steps) != 1:
+            return None
+        step = steps[0]
+        arg, where = entry[step], f"{path}.{step}"
+        call = None
+        if step == "index":
+            if not isinstance(arg, str):
+                self.bad(where, f"expected an index string such as \"1:3, ::2\", got {show(arg)}")
+            else:
+                try:
+                    index = parse_index(arg)
+                except IndexSyntaxError as exc:
+                    self.bad(where, f"bad index {show(arg)}: {exc}")
+                else:
+                    call = lambda v: v[index]  # noqa: E731
+        elif step == "transpose":
+            if arg is None:
+                call = lambda v: v.transpose()  # noqa: E731
+            else:
+                axes = self.int_list(arg, where)
+                if axes is not None:
+                    call = lambda v: v.transpose(*axes)  # noqa: E731
+        elif step == "reshape":
+            shape = self.int_list(arg, where, minimum=-1, what="ints (sizes, or -1)")
+            if shape is not None:
+                call = lambda v: v.reshape(tuple(shape))  # noqa: E731
+        elif step == "broadcast_to":
+            shape = self.int_list(arg, where, minimum=0, what="non-negative ints")
+            if shape is not None:
+                call = lambda v: v.broadcast_to(tuple(shape))  # noqa: E731
+        else:
+            call = self.as_strided_call(arg, where, name)
+        if call is None or base is BROKEN or name is None:
+            return None
+        try:
+            view = call(base)
+            return view if view.name == name else view.rename(name)
+        except AliasflowError as exc:
+            self.bad(where, str(exc))
+            return None
+
+    def as_strided_call(self, arg, where: str, name):
+        if not self.object(arg, where, "{\"shape\", \"stride\", \"offset\"?}"):
+            return None
+        if not self.keys(arg, where, ("shape", "stride"), ("offset",)):
+            return None
+        shape = self.int_list(arg["shape"], f"{where}.shape", minimum=0,
+                              what="non-negative ints")
+        stride = self.int_list(arg["stride"], f"{where}.stride")
+        offset = None
+        if arg.get("offset") is not None:
+            offset = self.int_value(arg["offset"], f"{where}.offset")
+            if offset is None:
+                return None
+        if shape is None or stride is None:
+            return None
+        return lambda v: v.as_strided(tuple(shape), tuple(stride), offset, name=name)
+
+    def op(self, entry, path: str, seen: dict):
+        if not self.object(entry, path, "an op"):
+            return None
+        kind = entry.get("kind")
+        params = KIND_PARAMS.get(kind) if isinstance(kind, str) else None
+        base_keys = ("inputs", "outputs", "description")
+        if params is None:
+            # Unknown kind: check the common keys only, allowing any kind's params.
+            any_params = tuple(sorted({p for ps in KIND_PARAMS.values() for p in ps}))
+            self.keys(entry, path, ("name", "kind"), base_keys + any_params)
+            if "kind" in entry:
+                kinds = [k for k in OP_KINDS if k in KIND_PARAMS]
+                self.bad(f"{path}.kind", f"unknown op kind {show(kind)}"
+                         f"{_suggest(kind, kinds) if isinstance(kind, str) else ''}; "
+                         f"choose one of {', '.join(kinds)}")
+        else:
+            self.keys(entry, path, ("name", "kind"), base_keys + tuple(params))
+        name = self.name(entry, path, seen, "op")
+        description = entry.get("description")
+        if description is not None and not isinstance(description, str):
+            self.bad(f"{path}.description", f"expected a string, got {show(description)}")
+        args = {}
+        ok = params is not None
+        for param, family in (params or {}).items():
+            if param not in entry:
+                continue
+            value, where = entry[param], f"{path}.{param}"
+            if family == "number":
+                converted, problem = check_scalar(value, np.dtype("float64"))
+                if problem:
+                    self.bad(where, problem.replace(" for dtype float64", ""))
+                    ok = False
+                else:
+                    args[param] = converted
+            elif family == "int":
+                converted = self.int_value(value, where)
+                ok = ok and converted is not None
+                args[param] = converted
+            else:
+                table = REGISTRIES[family]
+                if not isinstance(value, str) or value not in table:
+                    hint = _suggest(value, table) if isinstance(value, str) else ""
+                    self.bad(where, f"unknown {_FAMILY_WORD[family]} function {show(value)}"
+                                    f"{hint}; choose one of {', '.join(sorted(table))}")
+                    ok = False
+                else:
+                    args[param] = value
+        views = {}
+        for role in ("inputs", "outputs"):
+            refs = self.list_of(entry, role, path, default=[])
+            views[role] = [self.resolve(ref, f"{path}.{role}[{i}]")
+                           for i, ref in enumerate(refs or [])]
+            ok = ok and refs is not None and all(v is not BROKEN for v in views[role])
+        if not ok or name is None:
+            return None
+        try:
+            op = OP_KINDS[kind](name, **args)
+        except AliasflowError as exc:
+            self.bad(path, str(exc))
+            return None
+        return op.set_inputs(*views["inputs"]).set_outputs(*views["outputs"])
