@@ -1,5 +1,4 @@
 """Dependencies, value flow and races, against the seed's answers and brute-force oracles."""
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 

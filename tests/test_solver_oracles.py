@@ -13,7 +13,7 @@ Oracles (none uses aliasflow code):
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import islpy as isl
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.operations import Operation
 from ..core.program import check_ops
 from ..core.errors import AliasflowError
 

@@ -57,7 +57,7 @@ class _Scheduler:
         return self.stopped or self.failures or not self.order.is_active()
 
     def work(self, progress) -> None:
-        k = None
+        k, exc = None, None
         while True:
             with self.lock:
                 if k is not None:  # report the op this worker just ran
