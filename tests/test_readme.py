@@ -1,0 +1,17 @@
+"""The README's Python example runs and says what the README says it does."""
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_python_example_runs():
+    code = re.search(r"```python\n(.*?)```", README.read_text(), re.S).group(1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "fill col RAW implicit [2, 6, 10]"
+    assert lines[1] == "[['fill'], ['col']]"
