@@ -71,7 +71,7 @@ def test_critical_path_with_costs():
     assert path == ["fill_op_a", "transform_op_a", "add_op_ab"] and length == 12
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(programs(max_ops=9, max_tensors=2), st.booleans())
 def test_ordering_edges_are_sound_and_closed(ops, minimal):
     truth = brute_conflicts(ops)
@@ -86,7 +86,34 @@ def test_ordering_edges_are_sound_and_closed(ops, minimal):
         assert dst in reach[src], (src, dst)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
+@given(programs(max_ops=40, max_tensors=1), st.booleans())
+def test_long_programs_on_one_storage_stay_sound_and_closed(ops, minimal):
+    """Long programs on one storage: records are retired, cut and pruned many times over."""
+    truth = brute_conflicts(ops)
+    graph = af.analyze(ops, minimal=minimal)
+    assert {(d.src, d.dst, d.kind, d.src_view, d.dst_view) for d in graph.dependencies} <= truth
+    reach = reachable([op.name for op in ops], graph.edges)
+    assert all(dst in reach[src] for src, dst, *_ in truth)
+
+
+@settings(max_examples=200, deadline=None)
+@given(programs(max_ops=30, max_tensors=1), st.integers(1, 4))
+def test_a_short_ancestor_window_only_keeps_more_edges(ops, window):
+    import aliasflow.analysis.dependencies as deps
+    saved = deps.WINDOW, deps._MASK
+    deps.WINDOW, deps._MASK = window, (1 << window) - 1
+    try:
+        graph = af.analyze(ops, minimal=True)
+    finally:
+        deps.WINDOW, deps._MASK = saved
+    truth = brute_conflicts(ops)
+    assert {(d.src, d.dst, d.kind, d.src_view, d.dst_view) for d in graph.dependencies} <= truth
+    reach = reachable([op.name for op in ops], graph.edges)
+    assert all(dst in reach[src] for src, dst, *_ in truth)
+
+
+@settings(max_examples=600, deadline=None)
 @given(programs(max_ops=7, max_tensors=2))
 def test_complete_equals_brute_force(ops):
     graph = af.analyze(ops, complete=True)
@@ -103,7 +130,7 @@ def test_complete_equals_brute_force(ops):
     assert af.analyze_dependencies(ops) == {k: sorted(v, key=order.get) for k, v in seed.items()}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(programs(max_ops=8, max_tensors=2))
 def test_value_flow_matches_element_simulation(ops):
     last = {}  # (tensor id, element) -> op name; an element-by-element simulation
@@ -125,7 +152,7 @@ def test_value_flow_matches_element_simulation(ops):
                       key=str) == expected[op.name]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(programs(max_ops=8, max_tensors=2), st.data())
 def test_races_match_brute_force(ops, data):
     names = [op.name for op in ops]

@@ -45,7 +45,7 @@ def numpy_reference(ops):
             op.result = np.asarray(value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(programs(max_ops=10, executable=True, max_tensors=3))
 def test_program_order_matches_numpy(ops):
     twin = copy.deepcopy(ops)
@@ -54,7 +54,7 @@ def test_program_order_matches_numpy(ops):
     assert snapshot(ops) == snapshot(twin)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(programs(max_ops=12, executable=True, max_tensors=2))
 def test_parallel_equals_program_order_byte_for_byte(ops):
     twins = [copy.deepcopy(ops) for _ in range(3)]

@@ -168,7 +168,7 @@ def movement(draw, ndim):
     return op, None
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=4), data=st.data())
 def test_view_ops_match_numpy(shape, data):
     shape = tuple(shape)
@@ -180,7 +180,7 @@ def test_view_ops_match_numpy(shape, data):
     apply_same(view, arr, steps)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(data=st.data())
 def test_as_strided_and_footprint_match_numpy(data):
     size = data.draw(st.integers(1, 40))
