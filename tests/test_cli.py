@@ -96,3 +96,19 @@ def test_bad_arguments_exit_nonzero():
     assert runner.invoke(app, ["run", str(EXAMPLES / "seed_simple.json"),
                                "--workers", "0"]).exit_code == 2
     assert runner.invoke(app, ["nosuchcommand"]).exit_code == 2
+
+
+def test_races_reports_unordered_conflicts_and_exit_codes():
+    complex_ = EXAMPLES / "seed_complex.json"
+    streams = ["-s", "fill_op_a=0", "-s", "transform_op_a=1", "-s", "transform2_op_a=1",
+               "-s", "add_op_ab=0"]
+    result = invoke("races", complex_, *streams)
+    assert result.exit_code == 1 and "4 races" in result.output
+    assert "viewA3 / viewA1" in result.output
+    result = invoke("races", complex_, *streams, "-e", "fill_op_a:transform_op_a",
+                    "-e", "transform_op_a:add_op_ab")
+    assert result.exit_code == 0 and "no races" in result.output
+    bad = runner.invoke(app, ["races", str(complex_), "-e", "foo"])
+    assert bad.exit_code == 1 and "--edge must look like A:B, got 'foo'" in bad.output
+    bad = runner.invoke(app, ["races", str(complex_), "-s", "nope=1"])
+    assert bad.exit_code == 1 and "no op named 'nope'" in bad.output

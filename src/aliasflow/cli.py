@@ -1,4 +1,4 @@
-"""The ``aliasflow`` command line: demo, analyze, run, flow, show."""
+"""The ``aliasflow`` command line: demo, analyze, run, flow, races, show."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import render
 from .analysis.dependencies import analyze, analyze_dependencies
 from .analysis.flow import value_flow
-from .core.errors import ExecutionError
+from .analysis.races import find_races
+from .analysis.schedule import DependencyGraph
+from .core.errors import AliasflowError, ExecutionError
 from .core.program import Program
 from .execution.runner import run as run_ops
 from .seeds import ERRATUM, complex_example, simple_example
@@ -164,6 +166,36 @@ def flow(file: Path = typer.Argument(..., help="Program file (JSON)."),
         program = _load(file)
         flows = value_flow(program.ops, program.op(op).name)
         console.print(render.flow_table(flows, f"Value flow into {op}"))
+
+
+def _pairs(items: list[str], sep: str, what: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        left, found, right = item.partition(sep)
+        if not found or not left or not right:
+            raise AliasflowError(f"{what} must look like A{sep}B, got {item!r}")
+        out.append((left, right))
+    return out
+
+
+@app.command()
+def races(file: Path = typer.Argument(..., help="Program file (JSON)."),
+          stream: list[str] = typer.Option([], "--stream", "-s",
+                                            help="OP=STREAM: run OP on STREAM (repeatable)."),
+          edge: list[str] = typer.Option([], "--edge", "-e",
+                                         help="A:B: op A happens before op B (repeatable)."),
+          ) -> None:
+    """Conflicts that an intended ordering leaves unordered (ops on one stream run in program
+    order; ops on no stream are on streams of their own)."""
+    with _clean_errors():
+        program = _load(file)
+        streams = dict(_pairs(stream, "=", "--stream"))
+        found = find_races(program.ops, streams=streams, edges=_pairs(edge, ":", "--edge"))
+        graph = DependencyGraph([op.name for op in program.ops], found)
+        if found:
+            console.print(render.dependency_table(graph, f"{len(found)} races"))
+            raise typer.Exit(1)
+        console.print("no races: every conflicting pair is ordered")
 
 
 @app.command()
