@@ -59,6 +59,10 @@ class Dependency(NamedTuple):
     def views(self) -> tuple[TensorView, TensorView]:
         return self.src_access, self.dst_access
 
+    def __repr__(self) -> str:
+        return (f"Dependency({self.src!r} -> {self.dst!r}, {self.kind}, {self.how}, "
+                f"tensor {self.tensor!r})")
+
     @property
     def overlap(self):
         """The :class:`~aliasflow.Overlap` of the two views (elements, count, witness)."""
