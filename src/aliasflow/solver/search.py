@@ -48,6 +48,14 @@ def _prepare(terms):
     return levels, rest_max, g
 
 
+def _z_range(d, c, u, rest_max):
+    """``(lo, hi)``: the z with ``0 <= z <= u``, ``c*z <= d`` and ``d - c*z <= rest_max``."""
+    lo = d - rest_max
+    lo = 0 if lo <= 0 else -(-lo // c)
+    hi = d // c
+    return lo, (u if hi > u else hi)
+
+
 def _dfs(levels, d, exclude, budget):
     """Search; returns a list of z or None.  Raises _Exhausted past the budget."""
     k = len(levels)
@@ -66,11 +74,7 @@ def _dfs(levels, d, exclude, budget):
         key = (i, d, dev)
         if key in failed:
             return None
-        lo = d - rest_max
-        lo = 0 if lo <= 0 else -(-lo // c)
-        hi = d // c
-        if hi > u:
-            hi = u
+        lo, hi = _z_range(d, c, u, rest_max)
         if lo > hi:
             failed.add(key)
             return None
@@ -153,11 +157,7 @@ def _split_search(terms, d, budget):
             failed.add(key)
             return None
         rest_max = suffix[i + 1] - suffix[j]
-        lo = d - rest_max
-        lo = 0 if lo <= 0 else -(-lo // c)
-        hi = d // c
-        if hi > u:
-            hi = u
+        lo, hi = _z_range(d, c, u, rest_max)
         if lo > hi:
             failed.add(key)
             return None
