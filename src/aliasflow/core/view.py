@@ -265,7 +265,21 @@ class TensorView:
         return self._derive(f".reshape{tuple(new_shape)}", self.offset, new_shape, new_stride)
 
     def broadcast_to(self, shape) -> "TensorView":
-        """Repeat size-1 (and new leading) axes with stride 0, like ``np.broadcast_to``."""
+        """Repeat size-1 (and new leading) axes with stride 0, like ``np.broadcast_to``.
+
+        Warnings
+        --------
+        Repeated axes map many indices to one element: such a view can be read, and filled,
+        but any other op refuses to write through it.
+
+        Examples
+        --------
+        >>> import aliasflow as af
+        >>> row = af.Tensor("A", (3, 4))[0]
+        >>> b = row.broadcast_to((2, 4))
+        >>> b.stride, b.has_internal_overlap()
+        ((0, 1), True)
+        """
         shape = _check_shape(f"view {self.name!r}: broadcast_to", shape)
         if len(shape) < self.ndim:
             raise AliasflowError(f"view {self.name!r}: cannot broadcast shape {self.shape} "
@@ -301,7 +315,26 @@ class TensorView:
 
     def as_strided(self, shape, stride, offset: int | None = None,
                    name: str | None = None) -> "TensorView":
-        """Any window on the same storage; ``offset`` is absolute (defaults to this view's)."""
+        """Any window on the same storage; ``offset`` is absolute (defaults to this view's).
+
+        Warnings
+        --------
+        Nothing stops two indices from addressing one element (overlapping windows): reading
+        is fine, but writes through such a view are ambiguous, so ops other than Fill refuse
+        them and :meth:`numpy` returns it read-only. Bounds are still checked.
+
+        Examples
+        --------
+        >>> import aliasflow as af
+        >>> x = af.Tensor("x", (8,))
+        >>> windows = x.as_strided((6, 3), (1, 1))   # six overlapping windows of three
+        >>> windows.footprint().tolist(), windows.has_internal_overlap()
+        ([0, 1, 2, 3, 4, 5, 6, 7], True)
+        >>> x.as_strided((3,), (4,))
+        Traceback (most recent call last):
+        ...
+        aliasflow.core.errors.AliasflowError: view 'x.as_strided((3,), (4,), 0)': highest element 8 is outside 'x' (storage size 8; offset 0, shape (3,), stride (4,))
+        """
         offset = self.offset if offset is None else offset
         return self._derive(f".as_strided({tuple(shape)}, {tuple(stride)}, {offset})",
                             offset, shape, stride, name=name)
