@@ -88,12 +88,13 @@ class _Storage:
     ``(op position, view, low, high, dense)``; two extent indexes hold the reads since the
     last covering write and the writes not yet covered."""
 
-    __slots__ = ("reads", "writes", "records")
+    __slots__ = ("reads", "writes", "records", "last_read")
 
     def __init__(self):
         self.reads = ExtentIndex()
         self.writes = ExtentIndex()
         self.records: dict[int, tuple] = {}
+        self.last_read: dict[tuple[int, int], int] = {}  # dense extent -> newest read record
 
 
 def _remainder(new: tuple, old: tuple):
@@ -169,6 +170,7 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
     next_id = 0
     ancestors = [0] * WINDOW
     prunable = frozenset(prune or ())
+    replace_reads = retire and "WAR" in prunable
 
     for j, op in enumerate(ops):
         found: list[tuple] = []
@@ -192,7 +194,7 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
                         old = records[rid]
                         if (dense and old[4]) or check_memory_overlap(old[1], view):
                             found.append((old[0], "RAW", old[1], view))
-                    pending.append((records, st.reads, new))
+                    pending.append((st, True, new))
                     continue
                 for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
                     changed = []
@@ -216,18 +218,33 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
                             records[next_id] = piece
                             index.add(next_id, piece[2], piece[3])
                             next_id += 1
-                pending.append((records, st.writes, new))
-        # Records of op j go in after all of its accesses: an op never depends on itself.
-        for records, index, new in pending:
-            records[next_id] = new
-            index.add(next_id, new[2], new[3])
-            next_id += 1
+                pending.append((st, False, new))
         if prunable:
             found = _prune(found, j, ancestors, prunable) if found else found
             if not found:
                 ancestors[j % WINDOW] = 0
         elif len(found) > 1:
             found.sort(key=_first)
+        # Records of op j go in after all of its accesses: an op never depends on itself.
+        # A dense read of exactly the extent an ancestor's live read covers takes over that
+        # record: any later writer ordered after op j is ordered after the ancestor too.
+        reach = ancestors[j % WINDOW] if replace_reads else 0
+        for st, is_read, new in pending:
+            records = st.records
+            if is_read and new[4]:
+                key = new[2], new[3]
+                rid = st.last_read.get(key)
+                if reach and rid is not None:
+                    old = records.get(rid)
+                    if old is not None and old[2] == new[2] and old[3] == new[3] and old[4]:
+                        d = j - 1 - old[0]
+                        if 0 <= d < WINDOW and (reach >> d) & 1:
+                            records[rid] = new
+                            continue
+                st.last_read[key] = next_id
+            records[next_id] = new
+            (st.reads if is_read else st.writes).add(next_id, new[2], new[3])
+            next_id += 1
         if found:
             name = names[j]
             for i, kind, vi, vj in found:
