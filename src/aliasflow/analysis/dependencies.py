@@ -208,6 +208,8 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
                                     changed.append((rid, rest))
                     for rid, rest in changed:
                         old = records[rid]
+                        if old[4] and st.last_read.get((old[2], old[3])) == rid:
+                            del st.last_read[old[2], old[3]]  # its extent is about to change
                         if not rest:
                             del records[rid]
                             index.remove(rid, old[2], old[3])
