@@ -59,6 +59,17 @@ def test_seed_value_flow():
         [("viewA1", "fill_op_a", 8), ("viewA1", "transform_op_a", 1), ("viewB1", None, 4)]
 
 
+def test_a_record_cut_in_two_yields_one_dependency():
+    t = af.Tensor("T", (10,))
+    ops = [af.FillOperation("w0").set_outputs(t.view()),
+           af.FillOperation("w1").set_outputs(t[4:6]),
+           af.TransformOperation("r").set_inputs(t.view())]
+    deps = [(d.src, d.dst, d.kind) for d in af.analyze(ops).dependencies]
+    assert deps == [("w0", "w1", "WAW"), ("w0", "r", "RAW"), ("w1", "r", "RAW")]
+    flows = af.value_flow(ops, "r")
+    assert [(f.writer, f.count) for f in flows] == [("w0", 8), ("w1", 2)]
+
+
 def test_dot_styles_edges_by_kind():
     dot = af.analyze(complex_example().ops).to_dot()
     assert '"fill_op_a" -> "transform_op_a"' in dot or "fill_op_a -> transform_op_a" in dot
@@ -77,6 +88,9 @@ def test_ordering_edges_are_sound_and_closed(ops, minimal):
     truth = brute_conflicts(ops)
     graph = af.analyze(ops, minimal=minimal)
     names = [op.name for op in ops]
+    keys = [(d.src, d.dst, d.kind, id(d.src_access), id(d.dst_access))
+            for d in graph.dependencies]
+    assert len(keys) == len(set(keys))  # no record twice
     for d in graph.dependencies:  # every edge is a real conflict of the stated kind
         assert (d.src, d.dst, d.kind, d.src_view, d.dst_view) in truth
         va, vb = d.views

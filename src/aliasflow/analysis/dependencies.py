@@ -21,8 +21,8 @@ from typing import NamedTuple
 from ..core.operations import Operation
 from ..core.program import check_ops
 from ..core.view import TensorView
-from .extents import ExtentIndex
 from .. import solver
+from .extents import ExtentIndex
 from .overlap import check_memory_overlap, overlap
 from .schedule import DependencyGraph
 
@@ -122,8 +122,6 @@ def _remainder(new: tuple, old: tuple):
 
 
 PROGRESS_STEP = 1024
-
-
 WINDOW = 4096  # how far back the ancestor bitsets look, in ops
 _MASK = (1 << WINDOW) - 1
 
@@ -160,8 +158,9 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
     """Edges whose transitive closure orders every conflicting pair; each a real conflict.
 
     With ``retire=False`` no record is ever dropped, so every conflicting access pair is
-    found (that is :func:`all_conflicts`). Records are ``(op position, view, low, high, dense)``; two dense records whose extents
-    meet overlap, anything else gets the exact test. (This loop is the analysis hot path:
+    found (that is :func:`all_conflicts`). Records are ``(op position, view, low, high,
+    dense)``; two dense records whose extents meet overlap, anything else gets the exact
+    test. (This loop is the analysis hot path:
     it is written flat on purpose.)
     """
     storages: dict[int, _Storage] = {}
@@ -249,6 +248,8 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
             next_id += 1
         if found:
             name = names[j]
+            if len(found) > 1:  # pieces of one cut record meet the same access once each
+                found = list({(f[0], f[1], id(f[2]), id(f[3])): f for f in found}.values())
             for i, kind, vi, vj in found:
                 deps.append(Dependency(names[i], name, kind, not vi.same_window(vj), vi, vj))
         if progress is not None and j % PROGRESS_STEP == PROGRESS_STEP - 1:
