@@ -175,7 +175,8 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
         found: list[tuple] = []
         pending = []
         for mode, views in (("R", op.input_views), ("W", op.output_views)):
-            if len(views) > 1:  # each view object once: an op reading a view twice reads it once
+            # each view object once: an op reading a view twice reads it once
+            if len(views) > 2 or (len(views) == 2 and views[0] is views[1]):
                 views = list({id(v): v for v in views}.values())
             for view in views:
                 extent = view.extent
