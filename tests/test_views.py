@@ -223,3 +223,13 @@ def test_tensor_data_is_cast_exactly_or_refused():
     assert int(t.data[1]) == 2**64 - 1
     with pytest.raises(af.AliasflowError, match="'U'.*int8"):
         af.Tensor("U", (2,), "int8", data=[0, 1000])
+
+
+def test_from_numpy_shares_the_array_and_refuses_copies():
+    arr = np.arange(12.0).reshape(3, 4)
+    t = af.Tensor.from_numpy("N", arr)
+    assert t.data is arr and t.shape == (3, 4) and t.dtype == np.float64
+    t[1].numpy()[...] = -1
+    assert arr[1].tolist() == [-1.0] * 4
+    with pytest.raises(af.AliasflowError, match="'N'.*C-contiguous"):
+        af.Tensor.from_numpy("N", arr.T)

@@ -23,7 +23,7 @@ from ..core.program import check_ops
 from ..core.view import TensorView
 from .. import solver
 from .extents import ExtentIndex
-from .overlap import check_memory_overlap, overlap
+from .overlap import check_memory_overlap, overlap, storage_key
 from .schedule import DependencyGraph
 
 
@@ -182,9 +182,10 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
                 extent = view.extent
                 if extent is None:
                     continue
-                st = storages.get(id(view.tensor))
+                key = storage_key(view)
+                st = storages.get(key)
                 if st is None:
-                    st = storages[id(view.tensor)] = _Storage()
+                    st = storages[key] = _Storage()
                 records = st.records
                 low, high = extent
                 dense = view.is_dense

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.program import check_ops
 from ..core.errors import AliasflowError
+from ..core.program import check_ops
+from .overlap import storage_key
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,13 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
             raise AliasflowError(f"no op named {target!r}; ops are {', '.join(names)}")
         stop = names.index(target) + 1
     # Only storages that some op up to `stop` reads need shadows.
-    read = {id(v.tensor) for o in ops[:stop] for v in o.input_views}
+    read = {storage_key(v) for o in ops[:stop] for v in o.input_views}
     shadows: dict[int, np.ndarray] = {}
     flows: dict[str, list[Flow]] = {}
     for j, o in enumerate(ops[:stop]):
         mine = []
         for v in o.input_views:
-            shadow = shadows.get(id(v.tensor))
+            shadow = shadows.get(storage_key(v))
             footprint = v.footprint()
             writers = (np.full(footprint.shape, -1, np.int64) if shadow is None
                        else shadow[footprint])
@@ -97,9 +98,10 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
                                  int(elements.size), elements))
         flows[o.name] = mine
         for v in o.output_views:
-            if id(v.tensor) in read and v.size:
-                shadow = shadows.get(id(v.tensor))
+            key = storage_key(v)
+            if key in read and v.size:
+                shadow = shadows.get(key)
                 if shadow is None:
-                    shadow = shadows[id(v.tensor)] = _shadow(v.tensor)
+                    shadow = shadows[key] = _shadow(v.tensor)
                 _shadow_view(shadow, v)[...] = j
     return flows[names[stop - 1]] if op is not None else flows

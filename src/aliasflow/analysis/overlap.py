@@ -27,16 +27,23 @@ import numpy as np
 from aliasflow import solver as _solver
 from aliasflow.solver import to_cells
 
-__all__ = ["Overlap", "overlap", "check_memory_overlap", "has_internal_overlap", "same_storage"]
+__all__ = ["Overlap", "overlap", "check_memory_overlap", "has_internal_overlap", "same_storage",
+           "storage_key"]
+
+
+def storage_key(view):
+    """A hashable name for the storage a view addresses: equal keys, same storage.
+
+    Today: the tensor object's identity. This is the one place to change when storages
+    can alias each other (e.g. DLPack imports compared by address); analyses that group
+    accesses by storage use it too.
+    """
+    return id(view.tensor)
 
 
 def same_storage(v1, v2) -> bool:
-    """Do two views address the same storage?
-
-    Today: the same tensor object.  This is the one place to change when storages
-    can alias each other (e.g. DLPack imports compared by address).
-    """
-    return v1.tensor is v2.tensor
+    """Do two views address the same storage?"""
+    return storage_key(v1) == storage_key(v2)
 
 
 @lru_cache(maxsize=65536)

@@ -3,13 +3,18 @@ from __future__ import annotations
 
 from math import prod
 
-import numpy as np
 
 from .errors import AliasflowError
+from .tensor import _is_int
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides in elements: ``(3, 4, 5) -> (20, 5, 1)``."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
 
 def _slice_text(s: slice) -> str:
@@ -106,7 +111,6 @@ def nocopy_reshape(view, shape):
         raise AliasflowError(f"view {view.name!r}: cannot reshape size {view.size} "
                              f"(shape {view.shape}) into {tuple(shape)}")
     if view.size == 0:
-        from .view import row_major_strides
         return tuple(shape), row_major_strides(tuple(shape))
 
     old = [(n, s) for n, s in zip(view.shape, view.stride) if n != 1]

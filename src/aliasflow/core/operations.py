@@ -22,6 +22,9 @@ class Operation:
 
     kind = "op"
     arity: int | None = None  # inputs the kernel needs; None: any number
+    # Every element gets one value checked to fit each output exactly (Fill): writing through
+    # overlapping indices is then unambiguous, and no dtype rule is needed.
+    uniform_value = False
 
     def __init__(self, name: str):
         if not isinstance(name, str) or not name:
@@ -65,7 +68,7 @@ class Operation:
         if self.arity is not None and len(self.input_views) != self.arity:
             raise AliasflowError(f"op {self.name!r} ({self.kind}) needs {self.arity} input(s), "
                                  f"has {len(self.input_views)}")
-        if self.kind != "fill":
+        if not self.uniform_value:
             for out in self.output_views:
                 if out.has_internal_overlap():
                     raise AliasflowError(
@@ -85,8 +88,7 @@ class Operation:
                     or np.broadcast_shapes(value.shape, out.shape) != out.shape:
                 raise AliasflowError(f"op {self.name!r}: result of shape {value.shape} does "
                                      f"not fit output {out.name!r} of shape {out.shape}")
-            # Fill checked its value fits each output exactly; others follow NumPy's same_kind
-            if self.kind != "fill" and not np.can_cast(value.dtype, out.dtype, "same_kind"):
+            if not self.uniform_value and not np.can_cast(value.dtype, out.dtype, "same_kind"):
                 raise AliasflowError(f"op {self.name!r}: result dtype {value.dtype} cannot be "
                                      f"written to output {out.name!r} of dtype {out.dtype}")
         for arr in arrays:
@@ -113,6 +115,7 @@ class FillOperation(Operation):
 
     kind = "fill"
     arity = 0
+    uniform_value = True
 
     def __init__(self, name: str, fill_value: float = 1.0):
         super().__init__(name)

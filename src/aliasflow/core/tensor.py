@@ -8,16 +8,21 @@ import numpy as np
 from .errors import AliasflowError
 
 
+def _is_int(x) -> bool:
+    """A Python or NumPy integer, not a bool."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
 def _check_shape(owner: str, shape) -> tuple[int, ...]:
     """Return ``shape`` as a tuple of non-negative ints or refuse it, naming ``owner``."""
-    if isinstance(shape, (int, np.integer)):
+    if _is_int(shape):
         shape = (shape,)
     try:
         dims = tuple(shape)
     except TypeError:
         raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}") from None
     for d in dims:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+        if not _is_int(d):
             raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}")
         if d < 0:
             raise AliasflowError(f"{owner}: negative size {int(d)} in shape {dims}")

@@ -1,7 +1,7 @@
 """TensorView: an immutable strided window ``(offset, shape, stride)`` on a tensor's storage."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from math import prod
 
@@ -9,20 +9,8 @@ import numpy as np
 
 from .. import solver
 from .errors import AliasflowError
-from .tensor import Tensor, _check_shape
-
-
-def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Row-major strides in elements: ``(3, 4, 5) -> (20, 5, 1)``."""
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+from .indexing import apply_index, nocopy_reshape, row_major_strides
+from .tensor import Tensor, _check_shape, _is_int
 
 
 @dataclass(frozen=True)
@@ -60,7 +48,7 @@ class TensorView:
     tensor: Tensor
     offset: int = 0
     shape: tuple[int, ...] | None = None
-    stride: tuple[int, ...] | None = field(default=None)
+    stride: tuple[int, ...] | None = None
 
     def __post_init__(self):
         what = f"view {self.name!r}"
@@ -220,7 +208,6 @@ class TensorView:
                           tuple(shape), tuple(stride))
 
     def __getitem__(self, index) -> "TensorView":
-        from .indexing import apply_index
         offset, shape, stride, text = apply_index(self, index)
         return self._derive(f"[{text}]", offset, shape, stride)
 
@@ -258,7 +245,6 @@ class TensorView:
 
     def reshape(self, *shape) -> "TensorView":
         """Same elements in a new shape, without a copy; refused where NumPy would copy."""
-        from .indexing import nocopy_reshape
         if len(shape) == 1 and not _is_int(shape[0]):
             shape = tuple(shape[0])
         new_shape, new_stride = nocopy_reshape(self, shape)

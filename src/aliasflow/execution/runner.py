@@ -19,9 +19,7 @@ from ..core.program import check_ops
 
 
 def _failure(op: Operation, exc: BaseException) -> ExecutionError:
-    err = ExecutionError(op.name, f"{type(exc).__name__}: {exc}")
-    err.__cause__ = exc
-    return err
+    return ExecutionError(op.name, f"{type(exc).__name__}: {exc}")
 
 
 def run_sequential(ops: list[Operation], progress=None) -> None:
