@@ -72,8 +72,12 @@ def test_a_record_cut_in_two_yields_one_dependency():
 
 def test_dot_styles_edges_by_kind():
     dot = af.analyze(complex_example().ops).to_dot()
-    assert '"fill_op_a" -> "transform_op_a"' in dot or "fill_op_a -> transform_op_a" in dot
-    assert "style=dashed" in dot and "style=solid" in dot and "color=red" in dot
+    assert ('fill_op_a -> transform_op_a [label="RAW implicit\nviewA1 -> viewA2" '
+            'color=red style=solid]') in dot
+    assert ('fill_op_a -> transform_op_a [label="WAW implicit\nviewA1 -> viewA3" '
+            'color=red style=dashed]') in dot
+    assert ('transform_op_a -> transform2_op_a [label="RAW\nviewA3 -> viewA3" '
+            'color=black style=solid]') in dot
 
 
 def test_critical_path_with_costs():

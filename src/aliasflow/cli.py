@@ -78,7 +78,7 @@ def _show_example(title: str, program: Program) -> None:
     console.print(render.footprint_table(program))
     graph = analyze(program.ops, complete=True)
     console.print(render.dependency_table(graph, "Conflicts (every conflicting access pair)"))
-    console.print(render.levels_text(analyze(program.ops)))
+    console.print(render.levels_text(graph))  # same closure as the ordering edges: same levels
     for op in program.ops:
         flows = value_flow(program.ops, op)
         if flows:

@@ -49,7 +49,7 @@ def footprint_table(program: Program) -> Table:
     for col in ("view", "tensor", "offset", "shape", "stride", "footprint"):
         table.add_column(col)
     for v in program.views.values():
-        fp = v.footprint(limit=None) if v.size <= 64 else None
+        fp = v.footprint() if v.size <= 64 else None
         shown = " ".join(map(str, fp.tolist())) if fp is not None else f"{v.size} indices"
         table.add_row(v.name, v.tensor.name, str(v.offset), str(v.shape), str(v.stride), shown)
     return table

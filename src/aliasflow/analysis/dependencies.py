@@ -149,7 +149,7 @@ def _prune(found: list[tuple], j: int, ancestors: list[int], prunable) -> list[t
                 reach |= (ancestors[i % WINDOW] << (d + 1)) | (1 << d)
         kept.append(rec)
     ancestors[j % WINDOW] = reach & _MASK
-    kept.reverse()
+    kept.sort(key=_first)  # back to program order; stable, so accesses keep their order
     return kept
 
 
