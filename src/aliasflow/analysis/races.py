@@ -25,17 +25,17 @@ def happens_before(names: list[str], streams: Mapping | None = None,
             raise AliasflowError(f"{where}: no op named {name!r}")
         return position[name]
 
+    streams = streams or {}
+    for name in streams:
+        index(name, "streams")
     preds: list[set[int]] = [set() for _ in names]
     last_on_stream: dict = {}
     for k, name in enumerate(names):
-        if streams is not None and name in streams:
+        if name in streams:
             s = streams[name]
             if s in last_on_stream:
                 preds[k].add(last_on_stream[s])
             last_on_stream[s] = k
-    if streams is not None:
-        for name in streams:
-            index(name, "streams")
     for pair in edges or ():
         try:
             a, b = pair

@@ -96,11 +96,11 @@ class DependencyGraph:
             else:
                 best[t] = weight[t]
         end = max(range(len(self.ops)), key=lambda k: (best[k], -k))
-        path = []
+        length, path = best[end], []
         while end != -1:
             path.append(self.ops[end])
             end = via[end]
-        return best[self._index(path[0])], path[::-1]
+        return length, path[::-1]
 
     def kinds(self) -> dict[str, int]:
         """Number of records by kind."""
