@@ -1,0 +1,1 @@
+"""Bridges to real array libraries: NumPy, DLPack, PyTorch."""
