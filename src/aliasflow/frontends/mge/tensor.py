@@ -1,0 +1,545 @@
+"""MegEngine-style eager tensors in three refcounted layers (seed 001), recorded as aliasflow ops.
+
+- :class:`Tensor` is the Python tensor (what a variable refers to; ``id(a)`` tells whether it
+  changed). It holds exactly one reference: its current implementation.
+- :class:`Impl` is the C++ tensor: shape, stride and offset (in elements) on one storage.
+- :class:`Storage` is a block of memory (address + nbytes). Its ``refcount`` counts the
+  implementations using it; when the last one dies the storage is released.
+
+Every memory access is an aliasflow op appended to the recording (:func:`recorded_ops`), so
+``af.analyze(recorded_ops())`` shows which ops depend on which, implicit edges included.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.errors import AliasflowError
+from ...core.operations import BinaryOperation, FillOperation, Operation, TransformOperation
+from .._memory import view_of
+
+DEVICE = "xpux:0"
+VERSIONS = ("1.8", "1.9")
+SEMANTICS = ("megengine", "alias")
+
+
+class _State:
+    version = "1.9"
+    semantics = "megengine"
+    ops: list[Operation] = []
+    op_ids = itertools.count(1)
+    impl_ids = itertools.count(1)
+    storage_ids = itertools.count(1)
+
+
+class config:
+    """Set the MegEngine version (``"1.9"`` default, or ``"1.8"``) and the semantics.
+
+    ``semantics="megengine"`` (default): in-place ops and ``a[idx] = v`` give the tensor a new
+    implementation on a new storage (copy-on-write), so other tensors sharing the old storage
+    never see the write. ``semantics="alias"``: they write through the shared storage, as NumPy
+    and PyTorch do. The version decides whether ``a[idx]``, ``reshape`` and ``transpose``
+    share the storage (1.9) or copy the needed part (1.8), in both semantics.
+
+    Call it to change the settings; use it as a context manager to restore them on exit.
+    ``config()`` with no arguments reports the current settings.
+    """
+
+    def __init__(self, version: str | None = None, semantics: str | None = None):
+        if version is not None and version not in VERSIONS:
+            raise AliasflowError(f"mge.config: version must be one of {VERSIONS}, "
+                                 f"got {version!r}")
+        if semantics is not None and semantics not in SEMANTICS:
+            raise AliasflowError(f"mge.config: semantics must be one of {SEMANTICS}, "
+                                 f"got {semantics!r}")
+        self._saved = (_State.version, _State.semantics)
+        if version is not None:
+            _State.version = version
+        if semantics is not None:
+            _State.semantics = semantics
+        self.version, self.semantics = _State.version, _State.semantics
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _State.version, _State.semantics = self._saved
+        return False
+
+    def __repr__(self) -> str:
+        return f"mge.config(version={self.version!r}, semantics={self.semantics!r})"
+
+
+def recorded_ops() -> list[Operation]:
+    """The aliasflow ops every front-end action recorded so far, in program order."""
+    return list(_State.ops)
+
+
+def reset() -> None:
+    """Forget the recording (the memory it kept alive can then be freed). Names keep counting,
+    so ops recorded later never clash with earlier ones."""
+    _State.ops.clear()
+
+
+def _op_name(kind: str) -> str:
+    return f"{kind}_{next(_State.op_ids)}"
+
+
+def _execute(op: Operation) -> Operation:
+    try:
+        op.execute()
+    except AliasflowError:
+        raise
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise AliasflowError(f"mge: op {op.name!r} failed: {exc}") from exc
+    _State.ops.append(op)
+    return op
+
+
+# ---- the two lower layers --------------------------------------------------------------------
+class Storage:
+    """A block of memory: ``address``, ``nbytes``; ``refcount`` implementations use it."""
+
+    def __init__(self, count: int, dtype: np.dtype):
+        self.uid = next(_State.storage_ids)
+        self.name = f"S{self.uid}"
+        self.dtype = np.dtype(dtype)
+        self.array = np.empty(max(count, 1), self.dtype)  # one element at least: a real address
+        self.address = self.array.ctypes.data
+        self.nbytes = count * self.dtype.itemsize
+        self.refcount = 0
+        self.released = False
+
+    def _ref(self) -> None:
+        if self.released:
+            raise AliasflowError(f"storage {self.name} was released and cannot be used again")
+        self.refcount += 1
+
+    def _unref(self) -> None:
+        self.refcount -= 1
+        if self.refcount == 0:
+            # Released: no implementation can reach it any more. The recording (if any) still
+            # holds the memory, so its address is not reused while ops refer to it.
+            self.released = True
+            self.array = None
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else f"refcount={self.refcount}"
+        return f"Storage({self.name}, address={self.address:#x}, nbytes={self.nbytes}, {state})"
+
+
+class Impl:
+    """The C++ tensor: ``shape``, ``stride`` and ``offset`` (elements) on a :class:`Storage`.
+
+    Creating one takes a reference on the storage; its death gives it back.
+    """
+
+    def __init__(self, storage: Storage, shape, stride, offset: int):
+        self.uid = next(_State.impl_ids)
+        self.storage = storage
+        self.shape = tuple(int(n) for n in shape)
+        self.stride = tuple(int(s) for s in stride)
+        self.offset = int(offset)
+        storage._ref()
+        weakref.finalize(self, storage._unref)
+        self.view = view_of(self.ndarray(), f"{storage.name}.v{self.uid}")
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.storage.dtype
+
+    def ndarray(self) -> np.ndarray:
+        """An ndarray over this implementation's memory (no copy, no record)."""
+        isz = self.dtype.itemsize
+        return np.ndarray(self.shape, self.dtype, buffer=self.storage.array,
+                          offset=self.offset * isz, strides=tuple(s * isz for s in self.stride))
+
+    @classmethod
+    def over(cls, storage: Storage, array: np.ndarray) -> "Impl":
+        """The implementation addressing ``array``, a NumPy view of ``storage``'s memory."""
+        isz = storage.dtype.itemsize
+        start = array.__array_interface__["data"][0] - storage.address
+        return cls(storage, array.shape, tuple(s // isz for s in array.strides), start // isz)
+
+    @classmethod
+    def fresh(cls, shape, dtype) -> "Impl":
+        """A contiguous implementation on a new storage."""
+        count = int(np.prod(shape, dtype=np.int64))
+        storage = Storage(count, dtype)
+        arr = np.ndarray(tuple(shape), storage.dtype, buffer=storage.array)
+        return cls.over(storage, arr)
+
+
+# ---- what mge.layers reports -----------------------------------------------------------------
+@dataclass(frozen=True)
+class ImplInfo:
+    uid: int
+    shape: tuple
+    stride: tuple
+    offset: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class StorageInfo:
+    uid: int
+    name: str
+    address: int
+    nbytes: int
+    refcount: int
+    released: bool
+
+
+@dataclass(frozen=True)
+class Layers:
+    """A snapshot of a tensor's three layers (see :func:`layers`)."""
+    python_id: int
+    impl: ImplInfo
+    storage: StorageInfo
+
+
+def storage_info(storage: Storage) -> StorageInfo:
+    return StorageInfo(storage.uid, storage.name, storage.address, storage.nbytes,
+                       storage.refcount, storage.released)
+
+
+def layers(t: "Tensor") -> Layers:
+    """The Python tensor's id, its current implementation and that implementation's storage."""
+    if not isinstance(t, Tensor):
+        raise AliasflowError(f"mge.layers needs an mge Tensor, got {type(t).__name__}")
+    impl = t._impl
+    return Layers(id(t), ImplInfo(impl.uid, impl.shape, impl.stride, impl.offset,
+                                  impl.dtype.name), storage_info(impl.storage))
+
+
+# ---- dtypes and operands ---------------------------------------------------------------------
+def _demote(dtype: np.dtype) -> np.dtype:
+    """MegEngine has no 64-bit default types: float64 -> float32, int64/uint64 -> int32."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return np.dtype(np.float32)
+    if dtype in (np.dtype(np.int64), np.dtype(np.uint64)):
+        return np.dtype(np.int32)
+    return dtype
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+class _WithScalar:
+    """``fn(x, scalar)`` (or ``fn(scalar, x)``) as a unary kernel with a readable name."""
+
+    def __init__(self, fn, kind: str, scalar, reverse: bool):
+        self.fn, self.scalar, self.reverse = fn, scalar, reverse
+        self.__name__ = f"{kind}({scalar!r}, x)" if reverse else f"{kind}(x, {scalar!r})"
+
+    def __call__(self, x):
+        return self.fn(self.scalar, x) if self.reverse else self.fn(x, self.scalar)
+
+
+class _Constant(Operation):
+    """Writes given data (tensor creation, scalar assignment)."""
+
+    kind = "const"
+    arity = 0
+
+    def __init__(self, name: str, value: np.ndarray):
+        super().__init__(name)
+        self.value = value
+
+    def compute(self, values):
+        return self.value
+
+
+class _Cast(TransformOperation):
+    """Copy with a cast to the output's dtype (as assignment does in NumPy and MegEngine)."""
+
+    def __init__(self, name: str, dtype: np.dtype):
+        super().__init__(name, lambda x: np.asarray(x).astype(dtype))
+        self.fn_name = f"cast_{np.dtype(dtype).name}"
+
+
+_FNS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+        "divide": np.true_divide}
+_INPLACE = {"add": "iadd", "subtract": "isub", "multiply": "imul", "divide": "idiv"}
+
+
+def _window(array: np.ndarray, index) -> np.ndarray:
+    """``array[index]`` as a view, also when it selects one element (NumPy would copy it out
+    as a scalar; a trailing ``...`` keeps it a 0-d view)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(item is Ellipsis for item in items):
+        items = items + (Ellipsis,)
+    return array[items]
+
+
+def _basic_index(index, what: str):
+    items = index if isinstance(index, tuple) else (index,)
+    for item in items:
+        ok = item is None or item is Ellipsis or isinstance(item, slice) or (
+            isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)))
+        if not ok:
+            raise AliasflowError(f"mge: {what}: unsupported index {item!r} (ints, slices, ... "
+                                 f"and None only)")
+    return index
+
+
+# ---- the Python tensor -----------------------------------------------------------------------
+class Tensor:
+    """A MegEngine-style eager tensor (``mge.tensor(data, dtype=None)``).
+
+    Python ints become int32 and floats float32, as in MegEngine.
+
+    >>> from aliasflow import mge
+    >>> a = mge.tensor([1, 2])
+    >>> b = a
+    >>> b += 1
+    >>> a
+    Tensor([2 3], dtype=int32, device=xpux:0)
+    >>> mge.tensor([1.5, 2.0])
+    Tensor([1.5 2. ], device=xpux:0)
+    """
+
+    __slots__ = ("_impl", "__weakref__")
+
+    def __init__(self, data, dtype=None):
+        if isinstance(data, Tensor):
+            data = data.numpy()
+        try:
+            arr = np.asarray(data)
+            target = _demote(arr.dtype) if dtype is None else np.dtype(dtype)
+            arr = arr.astype(target)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise AliasflowError(f"mge.tensor: cannot make a tensor of {data!r} "
+                                 f"(dtype {dtype!r}): {exc}") from exc
+        if arr.dtype.hasobject or arr.dtype.kind not in "biuf":
+            raise AliasflowError(f"mge.tensor: unsupported dtype {arr.dtype}")
+        impl = Impl.fresh(arr.shape, arr.dtype)
+        _execute(_Constant(_op_name("const"), arr).set_outputs(impl.view))
+        self._impl = impl
+
+    @classmethod
+    def _wrap(cls, impl: Impl) -> "Tensor":
+        t = object.__new__(cls)
+        t._impl = impl
+        return t
+
+    # metadata (no memory access, nothing recorded)
+    shape = property(lambda self: self._impl.shape)
+    dtype = property(lambda self: self._impl.dtype)
+    ndim = property(lambda self: len(self._impl.shape))
+    size = property(lambda self: int(np.prod(self._impl.shape, dtype=np.int64)))
+    device = property(lambda self: DEVICE)
+
+    def __len__(self) -> int:
+        if not self._impl.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._impl.shape[0]
+
+    # reads
+    def numpy(self) -> np.ndarray:
+        """A copy of the values (recorded as a read of this tensor's memory)."""
+        op = _execute(TransformOperation(_op_name("numpy"), "copy").set_inputs(self._impl.view))
+        return np.array(op.result, copy=True)
+
+    def item(self):
+        return self.numpy().item()
+
+    def __repr__(self) -> str:
+        with np.printoptions(precision=4, suppress=False):
+            text = f"Tensor({self.numpy()}"
+        if self.dtype != np.float32:
+            text += f", dtype={self.dtype.name}"
+        return text + f", device={DEVICE})"
+
+    __str__ = __repr__
+
+    # views (or copies, in 1.8)
+    def _derive(self, array: np.ndarray, kind: str) -> "Tensor":
+        impl = self._impl
+        if _State.version == "1.8":
+            out = Impl.fresh(array.shape, impl.dtype)
+            src = Impl.over(impl.storage, array)
+            _execute(TransformOperation(_op_name(kind), "copy").set_inputs(src.view)
+                     .set_outputs(out.view))
+            return Tensor._wrap(out)
+        return Tensor._wrap(Impl.over(impl.storage, array))
+
+    def __getitem__(self, index) -> "Tensor":
+        index = _basic_index(index, "indexing")
+        try:
+            sub = _window(self._impl.ndarray(), index)
+        except IndexError as exc:
+            raise AliasflowError(f"mge: index {index!r} for shape {self.shape}: {exc}") from exc
+        return self._derive(sub, "getitem")
+
+    def reshape(self, *shape) -> "Tensor":
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        arr = self._impl.ndarray()
+        try:
+            new = np.reshape(arr, shape, copy=False)
+        except ValueError:
+            try:  # not expressible as a view: MegEngine makes it contiguous first
+                np.reshape(np.empty(arr.shape, arr.dtype), shape)
+            except ValueError as exc:
+                raise AliasflowError(f"mge: cannot reshape {self.shape} to {shape}: "
+                                     f"{exc}") from exc
+            return self._contiguous().reshape(shape)
+        return self._derive(new, "reshape")
+
+    def transpose(self, *pattern) -> "Tensor":
+        if len(pattern) == 1 and not isinstance(pattern[0], (int, np.integer)):
+            pattern = tuple(pattern[0])
+        try:
+            new = self._impl.ndarray().transpose(pattern or None)
+        except (ValueError, TypeError) as exc:
+            raise AliasflowError(f"mge: transpose pattern {pattern} for shape "
+                                 f"{self.shape}: {exc}") from exc
+        return self._derive(new, "transpose")
+
+    @property
+    def T(self) -> "Tensor":
+        return self.transpose()
+
+    def _contiguous(self) -> "Tensor":
+        out = Impl.fresh(self.shape, self.dtype)
+        _execute(TransformOperation(_op_name("copy"), "copy").set_inputs(self._impl.view)
+                 .set_outputs(out.view))
+        return Tensor._wrap(out)
+
+    # arithmetic: always a new tensor on a new storage
+    def _operand(self, other):
+        if isinstance(other, Tensor) or _is_scalar(other):
+            return other
+        if isinstance(other, (list, tuple, np.ndarray)):
+            return Tensor(other)
+        return NotImplemented
+
+    def _binary(self, kind: str, other, reverse: bool = False, name: str | None = None):
+        other = self._operand(other)
+        if other is NotImplemented:
+            return NotImplemented
+        fn = _FNS[kind]
+        one = np.ones((), self.dtype)
+        if isinstance(other, Tensor):
+            x, y = (other, self) if reverse else (self, other)
+            try:
+                shape = np.broadcast_shapes(x.shape, y.shape)
+            except ValueError:
+                raise AliasflowError(f"mge: {kind}: shapes {x.shape} and {y.shape} do not "
+                                     f"broadcast") from None
+            with np.errstate(all="ignore"):
+                dtype = _demote(fn(np.ones((), x.dtype), np.ones((), y.dtype)).dtype)
+            op = BinaryOperation(name or _op_name(kind), kind).set_inputs(x._impl.view,
+                                                                          y._impl.view)
+        else:
+            shape = self.shape
+            with np.errstate(all="ignore"):
+                dtype = _demote((fn(other, one) if reverse else fn(one, other)).dtype)
+            op = TransformOperation(name or _op_name(kind), _WithScalar(fn, kind, other, reverse)
+                                    ).set_inputs(self._impl.view)
+        out = Impl.fresh(shape, dtype)
+        with np.errstate(all="ignore"):
+            _execute(op.set_outputs(out.view))
+        return Tensor._wrap(out)
+
+    def __add__(self, o): return self._binary("add", o)
+    def __radd__(self, o): return self._binary("add", o, reverse=True)
+    def __sub__(self, o): return self._binary("subtract", o)
+    def __rsub__(self, o): return self._binary("subtract", o, reverse=True)
+    def __mul__(self, o): return self._binary("multiply", o)
+    def __rmul__(self, o): return self._binary("multiply", o, reverse=True)
+    def __truediv__(self, o): return self._binary("divide", o)
+    def __rtruediv__(self, o): return self._binary("divide", o, reverse=True)
+    def __neg__(self): return self._binary("multiply", -1)
+
+    # in-place: copy-on-write (megengine) or write-through (alias)
+    def _inplace(self, kind: str, other) -> "Tensor":
+        name = _op_name(_INPLACE[kind])
+        if _State.semantics == "megengine":
+            result = self._binary(kind, other, name=name)
+            if result is NotImplemented:
+                return NotImplemented
+            self._impl = result._impl  # the Python tensor stays; impl and storage are new
+            return self
+        other = self._operand(other)
+        if other is NotImplemented:
+            return NotImplemented
+        fn, impl = _FNS[kind], self._impl
+        with np.errstate(all="ignore"):
+            if isinstance(other, Tensor):
+                if np.broadcast_shapes(self.shape, other.shape) != self.shape \
+                        if _broadcasts(self.shape, other.shape) else True:
+                    raise AliasflowError(f"mge: in-place {kind}: operand of shape "
+                                         f"{other.shape} does not broadcast to {self.shape}")
+                dtype = fn(np.ones((), self.dtype), np.ones((), other.dtype)).dtype
+                op = BinaryOperation(name, kind).set_inputs(impl.view, other._impl.view)
+            else:
+                dtype = fn(np.ones((), self.dtype), other).dtype
+                op = TransformOperation(name, _WithScalar(fn, kind, other, False)
+                                        ).set_inputs(impl.view)
+            if not np.can_cast(dtype, impl.dtype, "same_kind"):
+                raise AliasflowError(f"mge: in-place {kind} gives {_demote(dtype)}, which "
+                                     f"cannot be written into this {impl.dtype} tensor")
+            _execute(op.set_outputs(impl.view))
+        return self
+
+    def __iadd__(self, o): return self._inplace("add", o)
+    def __isub__(self, o): return self._inplace("subtract", o)
+    def __imul__(self, o): return self._inplace("multiply", o)
+    def __itruediv__(self, o): return self._inplace("divide", o)
+
+    def __setitem__(self, index, value) -> None:
+        index = _basic_index(index, "assignment")
+        if not (isinstance(value, Tensor) or _is_scalar(value)):
+            value = Tensor(value)
+        impl = self._impl
+        if _State.semantics == "megengine":
+            # a new storage holding a copy, then the write; the old storage loses a reference
+            target = Impl.fresh(impl.shape, impl.dtype)
+            _execute(TransformOperation(_op_name("setitem_copy"), "copy")
+                     .set_inputs(impl.view).set_outputs(target.view))
+        else:
+            target = impl
+        try:
+            window = _window(target.ndarray(), index)
+        except IndexError as exc:
+            raise AliasflowError(f"mge: index {index!r} for shape {self.shape}: {exc}") from exc
+        dst = Impl.over(target.storage, window)
+        name = _op_name("setitem")
+        if isinstance(value, Tensor):
+            if not _broadcasts(value.shape, dst.shape) or \
+                    np.broadcast_shapes(value.shape, dst.shape) != dst.shape:
+                raise AliasflowError(f"mge: cannot assign shape {value.shape} to a window of "
+                                     f"shape {dst.shape}")
+            op = _Cast(name, dst.dtype).set_inputs(value._impl.view)
+        else:
+            op = _Constant(name, np.asarray(value).astype(dst.dtype))
+        _execute(op.set_outputs(dst.view))
+        if target is not impl:
+            self._impl = target
+
+
+def _broadcasts(a, b) -> bool:
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
+    return True
+
+
+tensor = Tensor
+
+
+def _operand_tensor(x, what: str) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    try:
+        return Tensor(x)
+    except AliasflowError as exc:
+        raise AliasflowError(f"mge.functional.{what}: {exc}") from exc
