@@ -54,21 +54,22 @@ def view_of(array: np.ndarray, name: str) -> TensorView:
     lo, hi = byte_bounds(array)
     isz = array.itemsize
     start = array.__array_interface__["data"][0]
+    aligned = all(s % isz == 0 for s in array.strides)
     for r_lo, (r_hi, dtype, ref) in list(_REGIONS.items()):
         region = ref()
         if region is None:
             del _REGIONS[r_lo]
             continue
-        if hi <= r_lo or lo >= r_hi or (lo == hi and not r_lo <= lo < r_hi):
-            continue
-        if (dtype == array.dtype and r_lo <= lo and hi <= r_hi and (start - r_lo) % isz == 0
-                and all(s % isz == 0 for s in array.strides)):
+        fits = r_lo <= lo and hi <= r_hi
+        touches = lo < r_hi and r_lo < hi          # share at least one byte
+        if fits and dtype == array.dtype and (start - r_lo) % isz == 0 and aligned:
             return TensorView(name, region, (start - r_lo) // isz, array.shape,
                               tuple(s // isz for s in array.strides))
-        raise AliasflowError(
-            f"{name}: memory {lo:#x}..{hi:#x} ({array.dtype}) partly overlaps or "
-            f"reinterprets region {region.name!r} ({r_lo:#x}..{r_hi:#x}, {dtype}); this "
-            f"needs the core's address-based storages")
+        if touches:
+            raise AliasflowError(
+                f"{name}: memory {lo:#x}..{hi:#x} ({array.dtype}) partly overlaps or "
+                f"reinterprets region {region.name!r} ({r_lo:#x}..{r_hi:#x}, {dtype}); this "
+                f"needs the core's address-based storages")
     # A new region: the whole memory of the array's root, read as array.dtype.
     root = array
     while isinstance(root.base, np.ndarray):
@@ -84,5 +85,10 @@ def view_of(array: np.ndarray, name: str) -> TensorView:
     count = (raw.size - shift) // isz
     flat = raw[shift:shift + count * isz].view(array.dtype)
     region = Tensor.from_numpy(f"{name}.mem", flat)
-    _REGIONS[r_lo + shift] = (r_lo + shift + count * isz, array.dtype, weakref.ref(region))
-    return view_of(array, name)
+    r_lo += shift
+    if not (r_lo <= lo and hi <= r_lo + count * isz and (start - r_lo) % isz == 0 and aligned):
+        raise AliasflowError(f"{name}: memory {lo:#x}..{hi:#x} is not aligned to its "
+                             f"{array.dtype} elements")
+    _REGIONS[r_lo] = (r_lo + count * isz, array.dtype, weakref.ref(region))
+    return TensorView(name, region, (start - r_lo) // isz, array.shape,
+                      tuple(s // isz for s in array.strides))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -191,6 +191,7 @@ class StorageInfo:
     nbytes: int
     refcount: int
     released: bool
+    handle: "Storage" = field(compare=False, repr=False)  # the live object (refcount now)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ class Layers:
 
 def storage_info(storage: Storage) -> StorageInfo:
     return StorageInfo(storage.uid, storage.name, storage.address, storage.nbytes,
-                       storage.refcount, storage.released)
+                       storage.refcount, storage.released, storage)
 
 
 def layers(t: "Tensor") -> Layers:
