@@ -10,8 +10,9 @@ tensor, storage) are visible and whose every memory access is recorded as aliasf
 (True, 2)
 """
 from . import functional
-from .tensor import (DEVICE, Impl, ImplInfo, Layers, Storage, StorageInfo, Tensor, config,
-                     layers, recorded_ops, reset, tensor)
+from .runtime import (DEVICE, Impl, ImplInfo, Layers, Storage, StorageInfo, config,
+                      recorded_ops, reset)
+from .tensor import Tensor, layers, tensor
 
 __all__ = ["functional", "Tensor", "tensor", "config", "layers", "recorded_ops", "reset",
            "Layers", "ImplInfo", "StorageInfo", "Storage", "Impl", "DEVICE"]

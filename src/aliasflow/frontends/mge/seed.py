@@ -15,7 +15,8 @@ from typing import Callable
 from ...analysis.dependencies import analyze
 from .._memory import byte_bounds
 from . import functional as F
-from .tensor import Tensor, config, layers, recorded_ops, reset, storage_info
+from .runtime import config, recorded_ops, reset, storage_info
+from .tensor import Tensor, layers
 
 
 def _fresh():

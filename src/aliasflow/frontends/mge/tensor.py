@@ -1,210 +1,18 @@
 """MegEngine-style eager tensors in three refcounted layers (seed 001), recorded as aliasflow ops.
 
-- :class:`Tensor` is the Python tensor (what a variable refers to; ``id(a)`` tells whether it
-  changed). It holds exactly one reference: its current implementation.
-- :class:`Impl` is the C++ tensor: shape, stride and offset (in elements) on one storage.
-- :class:`Storage` is a block of memory (address + nbytes). Its ``refcount`` counts the
-  implementations using it; when the last one dies the storage is released.
-
-Every memory access is an aliasflow op appended to the recording (:func:`recorded_ops`), so
-``af.analyze(recorded_ops())`` shows which ops depend on which, implicit edges included.
+The Python :class:`Tensor` holds one reference, to its current implementation
+(:class:`~.runtime.Impl`: shape, stride, offset on a :class:`~.runtime.Storage`). What each
+statement does to the three layers follows the seed's table; see :mod:`.runtime` for the
+settings (``config``) and the recording (``recorded_ops``).
 """
 from __future__ import annotations
-
-import itertools
-import weakref
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...core.errors import AliasflowError
-from ...core.operations import BinaryOperation, FillOperation, Operation, TransformOperation
-from .._memory import view_of
-
-DEVICE = "xpux:0"
-VERSIONS = ("1.8", "1.9")
-SEMANTICS = ("megengine", "alias")
-
-
-class _State:
-    version = "1.9"
-    semantics = "megengine"
-    ops: list[Operation] = []
-    op_ids = itertools.count(1)
-    impl_ids = itertools.count(1)
-    storage_ids = itertools.count(1)
-
-
-class config:
-    """Set the MegEngine version (``"1.9"`` default, or ``"1.8"``) and the semantics.
-
-    ``semantics="megengine"`` (default): in-place ops and ``a[idx] = v`` give the tensor a new
-    implementation on a new storage (copy-on-write), so other tensors sharing the old storage
-    never see the write. ``semantics="alias"``: they write through the shared storage, as NumPy
-    and PyTorch do. The version decides whether ``a[idx]``, ``reshape`` and ``transpose``
-    share the storage (1.9) or copy the needed part (1.8), in both semantics.
-
-    Call it to change the settings; use it as a context manager to restore them on exit.
-    ``config()`` with no arguments reports the current settings.
-    """
-
-    def __init__(self, version: str | None = None, semantics: str | None = None):
-        if version is not None and version not in VERSIONS:
-            raise AliasflowError(f"mge.config: version must be one of {VERSIONS}, "
-                                 f"got {version!r}")
-        if semantics is not None and semantics not in SEMANTICS:
-            raise AliasflowError(f"mge.config: semantics must be one of {SEMANTICS}, "
-                                 f"got {semantics!r}")
-        self._saved = (_State.version, _State.semantics)
-        if version is not None:
-            _State.version = version
-        if semantics is not None:
-            _State.semantics = semantics
-        self.version, self.semantics = _State.version, _State.semantics
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        _State.version, _State.semantics = self._saved
-        return False
-
-    def __repr__(self) -> str:
-        return f"mge.config(version={self.version!r}, semantics={self.semantics!r})"
-
-
-def recorded_ops() -> list[Operation]:
-    """The aliasflow ops every front-end action recorded so far, in program order."""
-    return list(_State.ops)
-
-
-def reset() -> None:
-    """Forget the recording (the memory it kept alive can then be freed). Names keep counting,
-    so ops recorded later never clash with earlier ones."""
-    _State.ops.clear()
-
-
-def _op_name(kind: str) -> str:
-    return f"{kind}_{next(_State.op_ids)}"
-
-
-def _execute(op: Operation) -> Operation:
-    try:
-        op.execute()
-    except AliasflowError:
-        raise
-    except (ValueError, TypeError, ArithmeticError) as exc:
-        raise AliasflowError(f"mge: op {op.name!r} failed: {exc}") from exc
-    _State.ops.append(op)
-    return op
-
-
-# ---- the two lower layers --------------------------------------------------------------------
-class Storage:
-    """A block of memory: ``address``, ``nbytes``; ``refcount`` implementations use it."""
-
-    def __init__(self, count: int, dtype: np.dtype):
-        self.uid = next(_State.storage_ids)
-        self.name = f"S{self.uid}"
-        self.dtype = np.dtype(dtype)
-        self.array = np.empty(max(count, 1), self.dtype)  # one element at least: a real address
-        self.address = self.array.ctypes.data
-        self.nbytes = count * self.dtype.itemsize
-        self.refcount = 0
-        self.released = False
-
-    def _ref(self) -> None:
-        if self.released:
-            raise AliasflowError(f"storage {self.name} was released and cannot be used again")
-        self.refcount += 1
-
-    def _unref(self) -> None:
-        self.refcount -= 1
-        if self.refcount == 0:
-            # Released: no implementation can reach it any more. The recording (if any) still
-            # holds the memory, so its address is not reused while ops refer to it.
-            self.released = True
-            self.array = None
-
-    def __repr__(self) -> str:
-        state = "released" if self.released else f"refcount={self.refcount}"
-        return f"Storage({self.name}, address={self.address:#x}, nbytes={self.nbytes}, {state})"
-
-
-class Impl:
-    """The C++ tensor: ``shape``, ``stride`` and ``offset`` (elements) on a :class:`Storage`.
-
-    Creating one takes a reference on the storage; its death gives it back.
-    """
-
-    def __init__(self, storage: Storage, shape, stride, offset: int):
-        self.uid = next(_State.impl_ids)
-        self.storage = storage
-        self.shape = tuple(int(n) for n in shape)
-        self.stride = tuple(int(s) for s in stride)
-        self.offset = int(offset)
-        storage._ref()
-        weakref.finalize(self, storage._unref)
-        self.view = view_of(self.ndarray(), f"{storage.name}.v{self.uid}")
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.storage.dtype
-
-    def ndarray(self) -> np.ndarray:
-        """An ndarray over this implementation's memory (no copy, no record)."""
-        isz = self.dtype.itemsize
-        return np.ndarray(self.shape, self.dtype, buffer=self.storage.array,
-                          offset=self.offset * isz, strides=tuple(s * isz for s in self.stride))
-
-    @classmethod
-    def over(cls, storage: Storage, array: np.ndarray) -> "Impl":
-        """The implementation addressing ``array``, a NumPy view of ``storage``'s memory."""
-        isz = storage.dtype.itemsize
-        start = array.__array_interface__["data"][0] - storage.address
-        return cls(storage, array.shape, tuple(s // isz for s in array.strides), start // isz)
-
-    @classmethod
-    def fresh(cls, shape, dtype) -> "Impl":
-        """A contiguous implementation on a new storage."""
-        count = int(np.prod(shape, dtype=np.int64))
-        storage = Storage(count, dtype)
-        arr = np.ndarray(tuple(shape), storage.dtype, buffer=storage.array)
-        return cls.over(storage, arr)
-
-
-# ---- what mge.layers reports -----------------------------------------------------------------
-@dataclass(frozen=True)
-class ImplInfo:
-    uid: int
-    shape: tuple
-    stride: tuple
-    offset: int
-    dtype: str
-
-
-@dataclass(frozen=True)
-class StorageInfo:
-    uid: int
-    name: str
-    address: int
-    nbytes: int
-    refcount: int
-    released: bool
-    handle: "Storage" = field(compare=False, repr=False)  # the live object (refcount now)
-
-
-@dataclass(frozen=True)
-class Layers:
-    """A snapshot of a tensor's three layers (see :func:`layers`)."""
-    python_id: int
-    impl: ImplInfo
-    storage: StorageInfo
-
-
-def storage_info(storage: Storage) -> StorageInfo:
-    return StorageInfo(storage.uid, storage.name, storage.address, storage.nbytes,
-                       storage.refcount, storage.released, storage)
+from ...core.operations import BinaryOperation, Operation, TransformOperation
+from .runtime import (DEVICE, Impl, ImplInfo, Layers, _State, _execute, _op_name,
+                      storage_info)
 
 
 def layers(t: "Tensor") -> Layers:
@@ -474,8 +282,7 @@ class Tensor:
         fn, impl = _FNS[kind], self._impl
         with np.errstate(all="ignore"):
             if isinstance(other, Tensor):
-                if np.broadcast_shapes(self.shape, other.shape) != self.shape \
-                        if _broadcasts(self.shape, other.shape) else True:
+                if not _fits(other.shape, self.shape):
                     raise AliasflowError(f"mge: in-place {kind}: operand of shape "
                                          f"{other.shape} does not broadcast to {self.shape}")
                 dtype = fn(np.ones((), self.dtype), np.ones((), other.dtype)).dtype
@@ -514,8 +321,7 @@ class Tensor:
         dst = Impl.over(target.storage, window)
         name = _op_name("setitem")
         if isinstance(value, Tensor):
-            if not _broadcasts(value.shape, dst.shape) or \
-                    np.broadcast_shapes(value.shape, dst.shape) != dst.shape:
+            if not _fits(value.shape, dst.shape):
                 raise AliasflowError(f"mge: cannot assign shape {value.shape} to a window of "
                                      f"shape {dst.shape}")
             op = _Cast(name, dst.dtype).set_inputs(value._impl.view)
@@ -526,12 +332,12 @@ class Tensor:
             self._impl = target
 
 
-def _broadcasts(a, b) -> bool:
+def _fits(shape, target) -> bool:
+    """Does ``shape`` broadcast to exactly ``target`` (as an in-place operand must)?"""
     try:
-        np.broadcast_shapes(a, b)
+        return np.broadcast_shapes(shape, target) == tuple(target)
     except ValueError:
         return False
-    return True
 
 
 tensor = Tensor
