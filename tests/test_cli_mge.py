@@ -45,3 +45,30 @@ def test_exercises_print_the_answers(output):
     printed = [line for line in alias.splitlines() if "Tensor([" in line]
     assert [p.split("Tensor(")[1][:5] for p in printed] == ["[2 3]", "[1 2]", "[2 2]", "[2 2]"]
     assert "iadd" in alias and "implicit" in alias
+
+
+def run_example(name):
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "examples" / name
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_mge_example():
+    out = run_example("mge_exercise.py")
+    assert "megengine: b shared a's storage: True (refcount 2); after b += 1 still shared: " \
+           "False" in out
+    assert "print(a) -> Tensor([1 2], dtype=int32, device=xpux:0)" in out
+    assert "print(a) -> Tensor([2 2], dtype=int32, device=xpux:0)" in out
+    meg, alias = out.split("alias:")
+    assert "iadd_" in alias and any("-> numpy" in line and "RAW implicit" in line and "iadd" in
+                                    line for line in alias.splitlines())
+    assert not any(line.strip().startswith("iadd") for line in meg.splitlines())
+
+
+def test_tf_example():
+    out = run_example("tf_memory_walk.py")
+    assert "data pointer equals the buffer's: True" in out
+    assert "after the swap: write_x_row -> read_tensor RAW implicit" in out
