@@ -165,7 +165,7 @@ def test_buffer_refcounts_across_slices_and_deletes():
     sub = s.buffer
     assert sub.root_buffer() is root and not sub.owns_memory()
     assert root.refcount == 2 and sub.refcount == 1
-    assert sub.data == root.data + 12 and sub.size() == 24
+    assert sub.data == root.data + 12 and sub.size() == sub.size == 24
     np.testing.assert_array_equal(s.numpy(), [[3, 4, 5], [6, 7, 8]])
     assert np.shares_memory(s.numpy(), t.numpy())
     ss = s.slice(1, 2)                             # a slice of a slice refs the root

@@ -11,6 +11,7 @@ refers to it.
 """
 from __future__ import annotations
 
+import bisect
 import weakref
 
 import numpy as np
@@ -21,6 +22,7 @@ from ..core.view import TensorView
 
 # start address -> (end address, dtype, weak reference to the region's Tensor)
 _REGIONS: dict[int, tuple[int, np.dtype, weakref.ref]] = {}
+_STARTS: list[int] = []   # the keys of _REGIONS, sorted
 
 
 def byte_bounds(array: np.ndarray) -> tuple[int, int]:
@@ -44,8 +46,11 @@ def _core_from_numpy():
     return from_numpy
 
 
-def view_of(array: np.ndarray, name: str) -> TensorView:
-    """An aliasflow view named ``name`` over exactly the memory of ``array`` (no copy)."""
+def view_of(array: np.ndarray, name: str, region_name: str | None = None) -> TensorView:
+    """An aliasflow view named ``name`` over exactly the memory of ``array`` (no copy).
+
+    ``region_name`` names the storage if this call is the first to see that memory.
+    """
     if not isinstance(array, np.ndarray):
         raise AliasflowError(f"{name}: expected a NumPy array, got {type(array).__name__}")
     core = _core_from_numpy()
@@ -55,17 +60,20 @@ def view_of(array: np.ndarray, name: str) -> TensorView:
     isz = array.itemsize
     start = array.__array_interface__["data"][0]
     aligned = all(s % isz == 0 for s in array.strides)
-    for r_lo, (r_hi, dtype, ref) in list(_REGIONS.items()):
+    # Regions never overlap, so only the one starting at or before lo, and those starting
+    # inside [lo, hi), can hold or touch the array.
+    k = bisect.bisect_right(_STARTS, lo) - 1
+    for r_lo in _STARTS[max(k, 0):bisect.bisect_left(_STARTS, max(hi, lo + 1))]:
+        r_hi, dtype, ref = _REGIONS[r_lo]
         region = ref()
         if region is None:
-            del _REGIONS[r_lo]
+            _forget(r_lo)
             continue
         fits = r_lo <= lo and hi <= r_hi
-        touches = lo < r_hi and r_lo < hi          # share at least one byte
         if fits and dtype == array.dtype and (start - r_lo) % isz == 0 and aligned:
             return TensorView(name, region, (start - r_lo) // isz, array.shape,
                               tuple(s // isz for s in array.strides))
-        if touches:
+        if lo < r_hi and r_lo < hi:          # shares at least one byte
             raise AliasflowError(
                 f"{name}: memory {lo:#x}..{hi:#x} ({array.dtype}) partly overlaps or "
                 f"reinterprets region {region.name!r} ({r_lo:#x}..{r_hi:#x}, {dtype}); this "
@@ -79,16 +87,32 @@ def view_of(array: np.ndarray, name: str) -> TensorView:
             raise AliasflowError(f"{name}: cannot import non-contiguous memory {lo:#x}..{hi:#x} "
                                  f"without the core's address-based storages")
         root = array
-    r_lo = byte_bounds(root)[0]
     raw = root.reshape(-1).view(np.uint8)
+    r_lo = byte_bounds(root)[0]
     shift = (start - r_lo) % isz
     count = (raw.size - shift) // isz
-    flat = raw[shift:shift + count * isz].view(array.dtype)
-    region = Tensor.from_numpy(f"{name}.mem", flat)
     r_lo += shift
-    if not (r_lo <= lo and hi <= r_lo + count * isz and (start - r_lo) % isz == 0 and aligned):
+    r_hi = r_lo + count * isz
+    if not (r_lo <= lo and hi <= r_hi and aligned):
         raise AliasflowError(f"{name}: memory {lo:#x}..{hi:#x} is not aligned to its "
                              f"{array.dtype} elements")
-    _REGIONS[r_lo] = (r_lo + count * isz, array.dtype, weakref.ref(region))
+    for other in _STARTS[max(bisect.bisect_right(_STARTS, r_lo) - 1, 0):
+                         bisect.bisect_left(_STARTS, r_hi)]:
+        o_hi, _, o_ref = _REGIONS[other]
+        if other < r_hi and r_lo < o_hi:
+            if o_ref() is not None:
+                raise AliasflowError(f"{name}: memory {r_lo:#x}..{r_hi:#x} overlaps region "
+                                     f"{o_ref().name!r}; this needs the core's address-based "
+                                     f"storages")
+            _forget(other)
+    region = Tensor.from_numpy(region_name or f"{name}.mem",
+                               raw[shift:shift + count * isz].view(array.dtype))
+    _REGIONS[r_lo] = (r_hi, array.dtype, weakref.ref(region))
+    bisect.insort(_STARTS, r_lo)
     return TensorView(name, region, (start - r_lo) // isz, array.shape,
                       tuple(s // isz for s in array.strides))
+
+
+def _forget(start: int) -> None:
+    del _REGIONS[start]
+    _STARTS.pop(bisect.bisect_left(_STARTS, start))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -112,6 +113,8 @@ class Storage:
         self.nbytes = count * self.dtype.itemsize
         self.refcount = 0
         self.released = False
+        # aliasflow's view of the whole block (names the memory after this storage)
+        self.view = view_of(self.array, self.name, region_name=self.name)
 
     def _ref(self) -> None:
         if self.released:
@@ -124,7 +127,7 @@ class Storage:
             # Released: no implementation can reach it any more. The recording (if any) still
             # holds the memory, so its address is not reused while ops refer to it.
             self.released = True
-            self.array = None
+            self.array = self.view = None
 
     def __repr__(self) -> str:
         state = "released" if self.released else f"refcount={self.refcount}"
@@ -175,28 +178,42 @@ class Impl:
 
 # ---- what mge.layers reports -----------------------------------------------------------------
 @dataclass(frozen=True)
-class ImplInfo:
-    uid: int
-    shape: tuple
-    stride: tuple
-    offset: int
-    dtype: str
-
-
-@dataclass(frozen=True)
 class StorageInfo:
+    """The storage layer: ``uid`` (``id``), ``address``, ``nbytes``, ``refcount`` (how many
+    implementations use it), ``released``; ``handle`` is the live object, whose refcount
+    keeps changing after the snapshot."""
     uid: int
     name: str
     address: int
     nbytes: int
     refcount: int
     released: bool
-    handle: "Storage" = field(compare=False, repr=False)  # the live object (refcount now)
+    handle: "Storage" = field(compare=False, repr=False)
+
+    @property
+    def id(self) -> int:
+        return self.uid
 
 
 @dataclass(frozen=True)
-class Layers:
-    """A snapshot of a tensor's three layers (see :func:`layers`)."""
+class ImplInfo:
+    """The C++ tensor layer: ``uid`` (``id``), ``shape``, ``stride`` and ``offset`` (in
+    elements), ``dtype`` and its ``storage``."""
+    uid: int
+    shape: tuple
+    stride: tuple
+    offset: int
+    dtype: str
+    storage: StorageInfo
+
+    @property
+    def id(self) -> int:
+        return self.uid
+
+
+class Layers(NamedTuple):
+    """A snapshot of a tensor's three layers (see :func:`~aliasflow.mge.layers`); unpacks as
+    ``python_id, impl, storage``."""
     python_id: int
     impl: ImplInfo
     storage: StorageInfo

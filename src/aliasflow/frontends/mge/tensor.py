@@ -20,8 +20,9 @@ def layers(t: "Tensor") -> Layers:
     if not isinstance(t, Tensor):
         raise AliasflowError(f"mge.layers needs an mge Tensor, got {type(t).__name__}")
     impl = t._impl
+    storage = storage_info(impl.storage)
     return Layers(id(t), ImplInfo(impl.uid, impl.shape, impl.stride, impl.offset,
-                                  impl.dtype.name), storage_info(impl.storage))
+                                  impl.dtype.name, storage), storage)
 
 
 # ---- dtypes and operands ---------------------------------------------------------------------

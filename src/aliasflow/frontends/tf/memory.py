@@ -409,6 +409,13 @@ _INTERFACE_VTABLE = (ctypes.c_void_p * 16)()
 ALIGNMENT = 64   # TensorFlow's EIGEN_MAX_ALIGN_BYTES on x86-64 with AVX-512 builds
 
 
+class _CallableInt(int):
+    """An int that returns itself when called, so ``size`` and ``size()`` both work."""
+
+    def __call__(self) -> int:
+        return int(self)
+
+
 def _read_pointer(address: int) -> int:
     return ctypes.c_void_p.from_address(address).value or 0
 
@@ -482,8 +489,10 @@ class TensorBuffer:
         """The reference count, read from the object's memory."""
         return ctypes.c_int32.from_address(self.address + _TensorBufferLayout.ref_.offset).value
 
-    def size(self) -> int:
-        return self._size
+    @property
+    def size(self) -> "_CallableInt":
+        """Size in bytes: an int, also callable as in C++ (``buffer.size()``)."""
+        return _CallableInt(self._size)
 
     def root_buffer(self) -> "TensorBuffer":
         return self if self._root is None else self._root
