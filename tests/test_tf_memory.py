@@ -105,6 +105,12 @@ def test_shape_bytes_random(dims, dtype):
     check_shape(dims, dtype)
 
 
+def test_dims_compare_with_lists_and_tuples():
+    assert TensorShape([2, 3]).dims == [2, 3] == TensorShape((2, 3)).dims
+    assert TensorShape([2, 3]).dims == (2, 3) and TensorShape([2, 3]).dims != [3, 2]
+    assert tf.memory_walk(memory.Tensor.allocate("int8", [1]))[4]["offset"] == 16
+
+
 def test_unknown_rank_and_the_dtype_byte():
     s = TensorShape(None)
     assert s.to_bytes(DataType.DT_INT32) == bytes(13) + bytes([3, 255, 0])

@@ -120,6 +120,18 @@ _INT64_MAX = 2 ** 63 - 1
 _OUT_OF_LINE: "weakref.WeakValueDictionary[int, ctypes.Array]" = weakref.WeakValueDictionary()
 
 
+class Dims(tuple):
+    """A shape's dim sizes: a tuple that also compares equal to a list of the same ints."""
+
+    def __eq__(self, other):
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 def _int(x, what: str) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         raise AliasflowError(f"tf.TensorShape: {what} must be an int, got {x!r}")
@@ -173,9 +185,9 @@ class TensorShape:
         return len(self._dims) if self._rank_known else -1
 
     @property
-    def dims(self) -> tuple[int, ...] | None:
+    def dims(self) -> Dims | None:
         """Dim sizes (-1 unknown), or None for unknown rank."""
-        return tuple(self._dims) if self._rank_known else None
+        return Dims(self._dims) if self._rank_known else None
 
     def dim_size(self, d: int) -> int:
         if not self._rank_known:
@@ -695,6 +707,9 @@ class WalkStep:
     address: int
     read: bool
     value: int
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
 
 
 def memory_walk(t: Tensor) -> list[WalkStep]:
