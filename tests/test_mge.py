@@ -259,6 +259,14 @@ def test_repr_like_megengine():
     assert str(mge.tensor([0.123456])) == "Tensor([0.1235], device=xpux:0)"
 
 
+def test_iteration_and_numpy_conversion():
+    a = fresh()
+    assert [row.numpy().tolist() for row in a] == [[1, 2], [3, 4]]
+    assert np.asarray(a).tolist() == [[1, 2], [3, 4]] and len(a) == 2
+    with pytest.raises(IndexError):
+        a[2]
+
+
 def test_dtypes_follow_megengine():
     assert mge.tensor([1, 2]).dtype == np.int32
     assert mge.tensor([1.0]).dtype == np.float32

@@ -78,6 +78,10 @@ _FNS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
 _INPLACE = {"add": "iadd", "subtract": "isub", "multiply": "imul", "divide": "idiv"}
 
 
+class IndexOutOfRange(AliasflowError, IndexError):
+    """An index outside the tensor (an IndexError too, so iteration stops as in Python)."""
+
+
 def _window(array: np.ndarray, index) -> np.ndarray:
     """``array[index]`` as a view, also when it selects one element (NumPy would copy it out
     as a scalar; a trailing ``...`` keeps it a 0-d view)."""
@@ -156,6 +160,10 @@ class Tensor:
         op = _execute(TransformOperation(_op_name("numpy"), "copy").set_inputs(self._impl.view))
         return np.array(op.result, copy=True)
 
+    def __array__(self, dtype=None, copy=None):
+        values = self.numpy()
+        return values if dtype is None else values.astype(dtype)
+
     def item(self):
         return self.numpy().item()
 
@@ -184,7 +192,7 @@ class Tensor:
         try:
             sub = _window(self._impl.ndarray(), index)
         except IndexError as exc:
-            raise AliasflowError(f"mge: index {index!r} for shape {self.shape}: {exc}") from exc
+            raise IndexOutOfRange(f"mge: index {index!r} for shape {self.shape}: {exc}") from exc
         return self._derive(sub, "getitem")
 
     def reshape(self, *shape) -> "Tensor":
@@ -318,7 +326,7 @@ class Tensor:
         try:
             window = _window(target.ndarray(), index)
         except IndexError as exc:
-            raise AliasflowError(f"mge: index {index!r} for shape {self.shape}: {exc}") from exc
+            raise IndexOutOfRange(f"mge: index {index!r} for shape {self.shape}: {exc}") from exc
         dst = Impl.over(target.storage, window)
         name = _op_name("setitem")
         if isinstance(value, Tensor):
