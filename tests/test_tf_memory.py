@@ -160,7 +160,7 @@ def refcount_in_memory(buffer):
 
 
 def test_buffer_refcounts_across_slices_and_deletes():
-    root = TensorBuffer.allocate(4 * 3 * 4)
+    root = TensorBuffer(4 * 3 * 4)
     assert root.refcount == 1 and root.owns_memory() and root.root_buffer() is root
     t = memory.Tensor(DataType.DT_FLOAT, [4, 3], root)
     assert root.refcount == 2
@@ -187,6 +187,20 @@ def test_buffer_refcounts_across_slices_and_deletes():
     del ss
     gc.collect()
     assert root.released
+
+
+def test_buffer_over_an_array_does_not_own_it():
+    x = np.arange(6, dtype=np.int32)
+    buf = TensorBuffer(x)
+    assert not buf.owns_memory() and buf.data == x.ctypes.data and buf.size == 24
+    t = memory.Tensor("int32", [2, 3], buf)
+    buf.unref()
+    assert buf.refcount == 1
+    np.testing.assert_array_equal(t.numpy(), x.reshape(2, 3))
+    with pytest.raises(af.AliasflowError, match="C-contiguous"):
+        TensorBuffer(x[::2])
+    with pytest.raises(af.AliasflowError, match="nbytes must be an int"):
+        TensorBuffer(-1)
 
 
 def test_empty_slice_and_no_buffer():

@@ -17,7 +17,9 @@ through them); an out-of-line shape points at a plain int64 array standing in fo
 (``AddDim``), a dim goes into the current representation if it fits (Rep16: fewer than 6 dims
 so far and size < 2^16 - 2; Rep32: fewer than 3 and size < 2^32 - 2), otherwise the shape
 moves to Rep32 if it then has at most 3 dims all < 2^32 - 2, else out of line. ``set_dim`` never
-moves back to a smaller representation. Unknown dims (-1, partial shapes) are stored as
+moves back to a smaller representation. So a dim of 65534 is already Rep32, although the
+header's comment ("each dimension is < 2^16 - 1") suggests Rep16; the tests check this against
+tensors made by real TensorFlow. Unknown dims (-1, partial shapes) are stored as
 0xFFFF / 0xFFFFFFFF, unknown rank as rank byte 255.
 """
 from __future__ import annotations
@@ -439,13 +441,30 @@ class TensorBuffer:
     every :class:`Tensor` on it holds one more; :meth:`unref` to 0 releases it (an owning
     buffer drops its memory; a sub-buffer gives back its reference on the root).
 
-    ``allocate(nbytes)`` owns aligned memory; ``wrap(array)`` points into a NumPy array and
+    ``TensorBuffer(nbytes)`` (or ``allocate(nbytes)``) owns fresh aligned memory;
+    ``TensorBuffer(array)`` (or ``wrap(array)``) points into a C-contiguous NumPy array and
     does not own it; ``sub_buffer(offset, nbytes)`` is a window of the same root (what
     ``Tensor::Slice`` makes).
     """
 
-    def __init__(self, data: int, size: int, *, owner=None, root: "TensorBuffer | None" = None,
-                 owns: bool):
+    def __init__(self, nbytes_or_array):
+        if isinstance(nbytes_or_array, np.ndarray):
+            array = nbytes_or_array
+            if not array.flags.c_contiguous:
+                raise AliasflowError("tf.TensorBuffer: needs a C-contiguous NumPy array "
+                                     "(anything else would need a copy)")
+            self._init(array.ctypes.data, array.nbytes, owner=array, root=None, owns=False)
+            return
+        nbytes = nbytes_or_array
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+            raise AliasflowError(f"tf.TensorBuffer: nbytes must be an int >= 0 (or pass an "
+                                 f"array), got {nbytes!r}")
+        raw = np.zeros(int(nbytes) + ALIGNMENT, np.uint8)
+        shift = -raw.ctypes.data % ALIGNMENT
+        memory = raw[shift:shift + int(nbytes)]
+        self._init(memory.ctypes.data, int(nbytes), owner=memory, root=None, owns=True)
+
+    def _init(self, data: int, size: int, *, owner, root, owns: bool) -> None:
         self._layout = _TensorBufferLayout(ctypes.cast(_BUFFER_VTABLE, ctypes.c_void_p), 1,
                                            0, data)
         self._size = size
@@ -458,21 +477,15 @@ class TensorBuffer:
     @classmethod
     def allocate(cls, nbytes: int) -> "TensorBuffer":
         """A buffer owning ``nbytes`` of fresh memory aligned to :data:`ALIGNMENT` bytes."""
-        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
-            raise AliasflowError(f"tf.TensorBuffer.allocate: nbytes must be an int >= 0, "
-                                 f"got {nbytes!r}")
-        raw = np.zeros(int(nbytes) + ALIGNMENT, np.uint8)
-        shift = -raw.ctypes.data % ALIGNMENT
-        memory = raw[shift:shift + int(nbytes)]
-        return cls(memory.ctypes.data, int(nbytes), owner=memory, owns=True)
+        return cls(nbytes)
 
     @classmethod
     def wrap(cls, array: np.ndarray) -> "TensorBuffer":
         """A buffer over a C-contiguous array's memory; it does not own it (no copy)."""
-        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
-            raise AliasflowError("tf.TensorBuffer.wrap: needs a C-contiguous NumPy array "
-                                 "(anything else would need a copy)")
-        return cls(array.ctypes.data, array.nbytes, owner=array, owns=False)
+        if not isinstance(array, np.ndarray):
+            raise AliasflowError(f"tf.TensorBuffer.wrap: needs a NumPy array, got "
+                                 f"{type(array).__name__}")
+        return cls(array)
 
     def sub_buffer(self, offset: int, nbytes: int) -> "TensorBuffer":
         """``SubBuffer``: ``nbytes`` from byte ``offset`` of this buffer, sharing its root
@@ -483,8 +496,9 @@ class TensorBuffer:
                                  f" are outside the buffer's {self._size}")
         root = self.root_buffer()
         root.ref()
-        return TensorBuffer(self.data + offset, nbytes, owner=root._owner, root=root,
-                            owns=False)
+        sub = TensorBuffer.__new__(TensorBuffer)
+        sub._init(self.data + offset, nbytes, owner=root._owner, root=root, owns=False)
+        return sub
 
     @property
     def address(self) -> int:
