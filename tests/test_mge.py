@@ -340,6 +340,15 @@ class Box:
 
 
 def check_same(pairs, semantics):
+    # refcounts: each storage is used by exactly the distinct implementations of live tensors
+    gc.collect()
+    users = {}
+    for t, _ in pairs:
+        info = mge.layers(t)
+        users.setdefault(info.storage.uid, {})[info.impl.uid] = info.storage.handle
+    for impls in users.values():
+        (handle,) = set(impls.values())
+        assert handle.refcount == len(impls) and not handle.released
     for t, ref in pairs:
         arr = ref if semantics == "alias" else ref.arr
         np.testing.assert_array_equal(t.numpy(), arr)
