@@ -173,6 +173,9 @@ def test_layers_report_real_addresses():
     a = fresh()
     python_id, impl, info = mge.layers(a)
     assert python_id == id(a) and impl.storage == info and impl.id == impl.uid
+    lay = mge.layers(a)
+    assert (lay.python, lay.cpp, lay.storage.ptr, lay.storage.length) == (
+        id(a), lay.impl, info.address, info.nbytes)
     assert (impl.shape, impl.stride, impl.offset, impl.dtype) == ((2, 2), (2, 1), 0, "float32")
     assert info.nbytes == 16 and info.address == a._impl.storage.array.ctypes.data
     assert mge.layers(a[1]).impl.offset == 2

@@ -194,6 +194,16 @@ class StorageInfo:
     def id(self) -> int:
         return self.uid
 
+    @property
+    def ptr(self) -> int:
+        """The seed's word for ``address``."""
+        return self.address
+
+    @property
+    def length(self) -> int:
+        """The seed's word for ``nbytes``."""
+        return self.nbytes
+
 
 @dataclass(frozen=True)
 class ImplInfo:
@@ -217,6 +227,16 @@ class Layers(NamedTuple):
     python_id: int
     impl: ImplInfo
     storage: StorageInfo
+
+    @property
+    def python(self) -> int:
+        """The seed's "Python Tensor" layer: its ``id``."""
+        return self.python_id
+
+    @property
+    def cpp(self) -> ImplInfo:
+        """The seed's "C++ Tensor" layer (same as ``impl``)."""
+        return self.impl
 
 
 def storage_info(storage: Storage) -> StorageInfo:
