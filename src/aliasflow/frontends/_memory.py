@@ -12,6 +12,7 @@ refers to it.
 from __future__ import annotations
 
 import bisect
+import sys
 import weakref
 
 import numpy as np
@@ -39,11 +40,8 @@ def byte_bounds(array: np.ndarray) -> tuple[int, int]:
 
 
 def _core_from_numpy():
-    try:
-        from .. import from_numpy  # the core's address-based import, once it exists
-    except ImportError:
-        return None
-    return from_numpy
+    """The core's address-based ``af.from_numpy``, once it exists (else None)."""
+    return getattr(sys.modules["aliasflow"], "from_numpy", None)
 
 
 def view_of(array: np.ndarray, name: str, region_name: str | None = None) -> TensorView:
