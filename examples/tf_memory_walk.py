@@ -17,7 +17,7 @@ for step in tf.memory_walk(t):
 print("data pointer equals the buffer's:", tf.memory_walk(t)[-1].value == t.buffer.data)
 
 x = np.zeros((2, 3), np.float32)
-x_view = tf.from_numpy(x).af_view("x")       # x's memory as aliasflow sees it (no copy)
+x_view = af.from_numpy(x, "x")               # x's memory as aliasflow sees it (no copy)
 old = tf.swap_data_pointer(t, x)             # the dangerous part: t now reads x's memory
 write = af.FillOperation("write_x_row", 1.0).set_outputs(x_view[1])
 read = af.TransformOperation("read_tensor").set_inputs(t.af_view("t"))

@@ -11,7 +11,6 @@ from hypothesis import given, settings, strategies as st
 
 import aliasflow as af
 from aliasflow import tf
-from aliasflow.frontends._memory import view_of
 from aliasflow.tf import memory
 DataType, TensorBuffer, TensorShape = memory.DataType, memory.TensorBuffer, memory.TensorShape
 
@@ -265,7 +264,7 @@ def test_from_numpy_aliases_and_aliasflow_sees_it():
     t.numpy()[3, 2] = 9
     assert x[3, 2] == 9
     row = t.slice(1, 2)
-    write = af.FillOperation("write_x_col", 0.0).set_outputs(view_of(x[:, 1], "x[:, 1]"))
+    write = af.FillOperation("write_x_col", 0.0).set_outputs(af.from_numpy(x[:, 1], "x[:, 1]"))
     read = af.TransformOperation("read_row").set_inputs(row.af_view("row"))
     assert af.check_memory_overlap(write.output_views[0], read.input_views[0])
     graph = af.analyze([write, read])
@@ -282,7 +281,7 @@ def test_swap_data_pointer_silently_aliases():
     before_slice = t.slice(0, 2)
     x = np.zeros(4, np.float32)
     old = t.buffer.data
-    write = af.FillOperation("write_x", 7.0).set_outputs(view_of(x[1:3], "x[1:3]"))
+    write = af.FillOperation("write_x", 7.0).set_outputs(af.from_numpy(x[1:3], "x[1:3]"))
     read_before = af.TransformOperation("read_t").set_inputs(t.af_view("t_before"))
     assert not af.check_memory_overlap(write.output_views[0], read_before.input_views[0])
     assert tf.swap_data_pointer(t, x) == old

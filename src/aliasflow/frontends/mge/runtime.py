@@ -20,7 +20,8 @@ import numpy as np
 
 from ...core.errors import AliasflowError
 from ...core.operations import Operation
-from .._memory import view_of
+from ...core.exchange import from_numpy
+from ...core.view import TensorView
 
 DEVICE = "xpux:0"
 VERSIONS = ("1.8", "1.9")
@@ -113,8 +114,9 @@ class Storage:
         self.nbytes = count * self.dtype.itemsize
         self.refcount = 0
         self.released = False
-        # aliasflow's view of the whole block (names the memory after this storage)
-        self.view = view_of(self.array, self.name, region_name=self.name)
+        # aliasflow's view of the whole block, at its real address; every implementation's
+        # view is a window on the same aliasflow tensor
+        self.view = from_numpy(self.array, self.name)
 
     def _ref(self) -> None:
         if self.released:
@@ -148,7 +150,8 @@ class Impl:
         self.offset = int(offset)
         storage._ref()
         weakref.finalize(self, storage._unref)
-        self.view = view_of(self.ndarray(), f"{storage.name}.v{self.uid}")
+        self.view = TensorView(f"{storage.name}.v{self.uid}", storage.view.tensor, self.offset,
+                               self.shape, self.stride)
 
     @property
     def dtype(self) -> np.dtype:

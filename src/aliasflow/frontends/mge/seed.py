@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ...analysis.dependencies import analyze
-from .._memory import byte_bounds
 from . import functional as F
 from .runtime import config, recorded_ops, reset, storage_info
 from .tensor import Tensor, layers
@@ -149,7 +148,13 @@ def observe(row: Row, semantics: str) -> Observation:
 
 def _inside(view, storage) -> bool:
     """Do the bytes ``view`` touches lie inside ``storage``'s address range?"""
-    lo, hi = byte_bounds(view.numpy())
+    arr = view.numpy()
+    if arr.size == 0:
+        return False
+    lo = hi = arr.__array_interface__["data"][0]
+    for n, s in zip(arr.shape, arr.strides):
+        lo, hi = (lo + s * (n - 1), hi) if s < 0 else (lo, hi + s * (n - 1))
+    hi += arr.itemsize
     return storage.address <= lo and hi <= storage.address + storage.nbytes
 
 

@@ -33,7 +33,7 @@ from enum import IntEnum
 import numpy as np
 
 from ...core.errors import AliasflowError
-from .._memory import byte_bounds, view_of
+from ...core.exchange import from_numpy as _af_from_numpy
 
 __all__ = ["DataType", "TensorShape", "TensorBuffer", "WalkStep", "memory_walk",
            "swap_data_pointer", "from_numpy"]
@@ -655,7 +655,7 @@ class Tensor:
 
     def af_view(self, name: str | None = None):
         """An aliasflow view over the memory the tensor's data pointer addresses now."""
-        return view_of(self.numpy(), name or self.name)
+        return _af_from_numpy(self.numpy(), name or self.name)
 
     def slice(self, start: int, limit: int) -> "Tensor":
         """``Tensor::Slice``: rows ``start:limit`` of dim 0, sharing memory through a
