@@ -420,7 +420,7 @@ assert _TensorInterfaceLayout.tensor_.offset == 8
 # Placeholder vtables: real memory for the vtable pointers to point at; nothing calls them.
 _BUFFER_VTABLE = (ctypes.c_void_p * 8)()
 _INTERFACE_VTABLE = (ctypes.c_void_p * 16)()
-ALIGNMENT = 64   # TensorFlow's EIGEN_MAX_ALIGN_BYTES on x86-64 with AVX-512 builds
+ALIGNMENT = 64   # Allocator::kAllocatorAlignment (tsl/framework/allocator.h)
 
 
 class _CallableInt(int):
