@@ -83,6 +83,8 @@ def test_the_walk_on_real_tensorflow_tensors(dims, dtype):
         tb = read_ptr(tensor + 24)         # step 4: past the 24-byte shape
         data = read_ptr(tb + 16)           # step 5: past vtable pointer and refcount
         assert data == lib.TF_TensorData(tt)
+        if n:   # the model aligns its buffers as TensorFlow's allocator does
+            assert data % memory.ALIGNMENT == 0 == memory.TensorBuffer(n).data % memory.ALIGNMENT
         assert ctypes.c_int32.from_address(tb + 8).value == 1
         ours = memory.TensorShape(dims)
         mine = ours.to_bytes(dtype)
