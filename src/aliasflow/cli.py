@@ -215,6 +215,37 @@ def show(file: Path = typer.Argument(..., help="Program file (JSON).")) -> None:
             console.print(shared)
 
 
+@app.command("mge")
+def mge_cmd() -> None:
+    """Seed 001 (MegEngine): each row of its table run and observed through mge.layers, then
+    its four exercises, in MegEngine (copy-on-write) and alias (NumPy/PyTorch) semantics."""
+    from rich.table import Table
+
+    from .frontends.mge import seed
+
+    with _clean_errors():
+        for semantics in ("megengine", "alias"):
+            console.rule(f"[bold]Seed 001 table, semantics={semantics}")
+            table = Table("statement", "version", "Python Tensor", "C++ Tensor", "Storage",
+                          "seed's table")
+            for row in seed.ROWS:
+                seen = seed.observe(row, semantics)
+                agrees = "agrees" if seen.kinds() == row.seed else "differs: " + "; ".join(
+                    row.seed)
+                table.add_row(row.statement, row.version, seen.python, seen.impl, seen.storage,
+                              agrees)
+            console.print(table)
+        for semantics in ("megengine", "alias"):
+            console.rule(f"[bold]Seed 001 exercises, semantics={semantics}")
+            table = Table("exercise", "prints", "seed's answer", "conflicts with the print (af.analyze)")
+            for i in range(len(seed.EXERCISES)):
+                res = seed.run_exercise(i, semantics)
+                edges = ", ".join(f"{src} {kind} {'implicit' if imp else 'explicit'}"
+                                  for src, kind, imp in res.edges)
+                table.add_row(res.code, res.printed, str(res.seed_answer), edges)
+            console.print(table)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 
