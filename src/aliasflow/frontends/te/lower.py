@@ -1,0 +1,246 @@
+"""``te.lower``: a te graph as an aliasflow program whose ops read exact views.
+
+A load ``A[f_0(v), ..., f_r(v)]`` whose indices are affine in the loop variables ``v`` (an
+integer combination plus a constant) touches, over the op's whole iteration domain (axes then
+reduce axes), exactly the strided view with the domain's extents as shape and
+``stride_d = sum_r coeff(f_r, v_d) * rowstride_r``; a loop variable the load does not use gets
+stride 0 (a broadcast-like view: reading through it is fine). Anything else (``A[i * j]``,
+``A[i // 2]``, a data-dependent ``A[B[i]]``) is reported as non-affine, never approximated.
+
+>>> from aliasflow import te
+>>> import aliasflow as af
+>>> A = te.placeholder((4, 4), name="A")
+>>> B = te.compute((3, 4), lambda i, j: A[i + 1, j] * 2, name="B")
+>>> k = te.reduce_axis((0, 4), name="k")
+>>> C = te.compute((3,), lambda i: te.sum(B[i, k], axis=k), name="C")
+>>> prog = te.lower([C])
+>>> [(op.name, [(v.offset, v.shape, v.stride) for v in op.input_views]) for op in prog]
+[('B', [(4, (3, 4), (4, 1))]), ('C', [(0, (3, 4), (4, 1))])]
+>>> [(d.src, d.dst, d.kind) for d in af.analyze(prog).dependencies]
+[('B', 'C', 'RAW')]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.errors import AliasflowError
+from ...core.operations import Operation as AfOperation
+from ...core.tensor import Tensor as AfTensor
+from ...core.view import TensorView, row_major_strides
+from .build import topo_ops
+from .evaluate import Domain, gather, int_value, op_values
+from .expr import (Var, IntImm, Cast, Add, Sub, Mul, FloorDiv, FloorMod, Min, Max,
+                   ProducerLoad, post_order_visit)
+from .tensor import ComputeOp, Tensor
+
+
+class NonAffineIndexError(AliasflowError):
+    """A load index that is not an integer affine function of the loop variables."""
+
+
+def affine_form(expr, domain: Domain, binds: dict) -> tuple[list[int], int]:
+    """``(coefficients per domain dim, constant)`` of an affine index, else
+    :class:`NonAffineIndexError` saying why. Bound symbolic sizes count as constants."""
+    nd = len(domain.vars)
+
+    def go(e):
+        if isinstance(e, IntImm):
+            return [0] * nd, e.value
+        if isinstance(e, Var):
+            if id(e) in domain.position:
+                c = [0] * nd
+                c[domain.position[id(e)]] = 1
+                return c, 0
+            if id(e) in binds:
+                return [0] * nd, int(binds[id(e)])
+            raise NonAffineIndexError(f"var {e.name!r} is neither a loop variable nor bound")
+        if isinstance(e, (Add, Sub)):
+            (ca, ka), (cb, kb) = go(e.a), go(e.b)
+            s = 1 if isinstance(e, Add) else -1
+            return [x + s * y for x, y in zip(ca, cb)], ka + s * kb
+        if isinstance(e, Mul):
+            (ca, ka), (cb, kb) = go(e.a), go(e.b)
+            if any(ca) and any(cb):
+                raise NonAffineIndexError(f"{e} multiplies two loop-dependent terms")
+            if any(ca):
+                return [x * kb for x in ca], ka * kb
+            return [y * ka for y in cb], ka * kb
+        if isinstance(e, (FloorDiv, FloorMod, Min, Max)):
+            (ca, ka), (cb, kb) = go(e.a), go(e.b)
+            if any(ca) or any(cb):
+                raise NonAffineIndexError(f"{e} ({type(e).__name__}) of a loop-dependent term "
+                                          f"is not affine")
+            if isinstance(e, (FloorDiv, FloorMod)) and kb == 0:
+                raise NonAffineIndexError(f"{e} divides by zero")
+            fn = {FloorDiv: lambda a, b: a // b, FloorMod: lambda a, b: a % b,
+                  Min: min, Max: max}[type(e)]
+            return [0] * nd, fn(ka, kb)
+        if isinstance(e, Cast) and np.dtype(e.dtype).kind in "iu":
+            return go(e.value)
+        if isinstance(e, ProducerLoad):
+            raise NonAffineIndexError(f"{e} is data-dependent (loads from {e.producer.name!r})")
+        raise NonAffineIndexError(f"{e} ({type(e).__name__}) is not an affine index")
+    return go(expr)
+
+
+def load_view(load: ProducerLoad, domain: Domain, tensor: AfTensor, binds: dict,
+              name: str) -> TensorView:
+    """The exact view ``load`` reads over ``domain`` (element ``t`` of the view is the element
+    read at loop point ``mins + t``), bounds checked per dimension."""
+    nd = len(domain.vars)
+    shape = tensor.shape
+    forms = [affine_form(e, domain, binds) for e in load.indices]
+    if 0 in domain.extents:  # nothing is read
+        return TensorView(name, tensor, 0, domain.shape, (0,) * nd)
+    for d, ((coef, c), size) in enumerate(zip(forms, shape)):
+        at_min = c + sum(a * lo for a, lo in zip(coef, domain.mins))
+        span = [a * (ext - 1) for a, ext in zip(coef, domain.extents)]
+        lo = at_min + sum(s for s in span if s < 0)
+        hi = at_min + sum(s for s in span if s > 0)
+        if lo < 0 or hi >= size:
+            raise AliasflowError(f"load {load}: index {d} ranges over [{lo}, {hi}], outside "
+                                 f"[0, {size}) of {load.producer.name!r}")
+    rows = row_major_strides(shape)
+    offset = sum(r * (c + sum(a * lo for a, lo in zip(coef, domain.mins)))
+                 for r, (coef, c) in zip(rows, forms))
+    stride = tuple(sum(r * coef[v] for r, (coef, _) in zip(rows, forms)) for v in range(nd))
+    return TensorView(name, tensor, offset, domain.shape, stride)
+
+
+class ComputeOperation(AfOperation):
+    """A te compute op as an aliasflow op: reads one exact view per distinct load (or, for a
+    non-affine load under ``non_affine="whole"``, the producer's whole tensor), writes each
+    output tensor whole; runs the body with NumPy over the domain."""
+
+    kind = "te_compute"
+
+    def __init__(self, name, te_op, domain, binds, reads):
+        super().__init__(name)
+        self.te_op, self.domain, self._binds = te_op, domain, binds
+        self._reads = reads  # id(load) -> (input position, whole tensor?)
+
+    def compute(self, values):
+        def load(node, idx):
+            k, whole = self._reads[id(node)]
+            if whole:
+                return gather(node.producer.name, values[k], idx)
+            return values[k]
+        env = {k: np.asarray(v) for k, v in self._binds.items()}
+        return op_values(self.te_op, self.domain, load, env)
+
+    def execute(self) -> None:
+        # several outputs get several values, so the base class's one-value write is replaced
+        for out in self.output_views:
+            if out.has_internal_overlap():
+                raise AliasflowError(f"op {self.name!r}: output {out.name!r} overlaps itself")
+        results = [np.array(r) for r in self.compute([v.numpy() for v in self.input_views])]
+        for out, r in zip(self.output_views, results):
+            out._ndarray()[...] = r
+        self.result = None
+
+
+class LoweredProgram(list):
+    """The lowered ops in topological order (a list of aliasflow ops); ``tensors`` maps each
+    te tensor to its aliasflow tensor; ``non_affine`` lists the loads read whole, with why."""
+
+    def __init__(self, ops, tensors, non_affine):
+        super().__init__(ops)
+        self.tensors, self.non_affine = tensors, non_affine
+
+
+def _unique(name: str, used: set) -> str:
+    out, k = name, 0
+    while out in used:
+        k += 1
+        out = f"{name}_{k}"
+    used.add(out)
+    return out
+
+
+def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False):
+    """The aliasflow program computing ``outputs``: one :class:`ComputeOperation` per te
+    compute op, in topological order, over aliasflow tensors for every placeholder and
+    compute output. ``binds`` gives symbolic sizes (``{var or name: int}``). A non-affine load
+    raises :class:`NonAffineIndexError` unless ``non_affine="whole"``, which reads the whole
+    producer (a recorded superset, listed in ``program.non_affine``). ``virtual=True`` makes
+    memoryless tensors (analysis only)."""
+    from .build import _tensors
+    if non_affine not in ("error", "whole"):
+        raise AliasflowError(f"lower: non_affine must be 'error' or 'whole', got {non_affine!r}")
+    roots = _tensors("lower outputs", outputs)
+    ops = topo_ops(roots)
+    bound = _binds(ops, binds or {})
+    names: set[str] = set()
+    tensors: dict[Tensor, AfTensor] = {}
+    for op in ops:
+        for t in op._outputs:
+            shape = tuple(int_value(e, bound, f"shape of {t.name!r}") for e in t.shape)
+            tname = _unique(t.name, names)
+            tensors[t] = AfTensor.virtual(tname, shape, t.dtype) if virtual \
+                else AfTensor(tname, shape, t.dtype)
+    program, skipped, opnames = [], [], set()
+    for op in ops:
+        if not isinstance(op, ComputeOp):
+            continue
+        domain = Domain(op, bound)
+        reads, views, where = {}, [], {}
+
+        def visit(n, op=op, domain=domain, reads=reads, views=views, where=where):
+            if not isinstance(n, ProducerLoad) or id(n) in reads:
+                return
+            t = tensors[n.producer]
+            try:
+                v = load_view(n, domain, t, bound, str(n))
+                whole = False
+            except NonAffineIndexError as exc:
+                if non_affine == "error":
+                    raise NonAffineIndexError(f"op {op.name!r}: load {n} is not affine in the "
+                                              f"loop variables: {exc}") from None
+                skipped.append(f"op {op.name!r}: load {n} read whole: {exc}")
+                v, whole = t.view(t.name), True
+            key = (v.tensor.name, v.offset, v.shape, v.stride)
+            if key not in where:
+                where[key] = len(views)
+                views.append(v)
+            reads[id(n)] = (where[key], whole)
+        for e in op.body:
+            post_order_visit(e, visit)
+        aop = ComputeOperation(_unique(op.name, opnames), op, domain, bound, reads)
+        aop.set_inputs(*views)
+        aop.set_outputs(*(tensors[t].view(tensors[t].name) for t in op._outputs))
+        program.append(aop)
+    return LoweredProgram(program, tensors, skipped)
+
+
+def _binds(ops, binds) -> dict:
+    """``{var or var name: int}`` as ``{id(var): int}`` for the vars the ops use."""
+    found: dict[str, list] = {}
+
+    def collect(e):
+        def f(n):
+            if isinstance(n, Var):
+                found.setdefault(n.name, []).append(n)
+        post_order_visit(e, f)
+    for op in ops:
+        for e in getattr(op, "shape", ()) or ():
+            collect(e)
+        for t in op._outputs:
+            for e in t.shape:
+                collect(e)
+        for iv in list(getattr(op, "axis", ())) + list(getattr(op, "reduce_axis", ())):
+            collect(iv.dom.min)
+            collect(iv.dom.extent)
+        for e in getattr(op, "body", ()):
+            collect(e)
+    out = {}
+    for key, value in binds.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise AliasflowError(f"lower: bind {key!r} must be an int, got {value!r}")
+        if isinstance(key, Var):
+            out[id(key)] = int(value)
+        elif isinstance(key, str) and key in found:
+            for v in found[key]:
+                out[id(v)] = int(value)
+        else:
+            raise AliasflowError(f"lower: bind {key!r} names no var of the graph")
+    return out
