@@ -4,7 +4,8 @@
 ops read the exact views their affine loads touch; :func:`build` runs a graph with NumPy on
 DLPack arrays (seed 004's matmul on PyTorch tensors)."""
 from .expr import (PrimExpr, Var, IntImm, FloatImm, Cast, BinaryOpExpr, Add, Sub, Mul, Div,
-                   FloorDiv, FloorMod, Min, Max, ProducerLoad, const, floordiv, floormod,
+                   FloorDiv, FloorMod, Min, Max, LT, LE, GT, GE, ProducerLoad, const, floordiv,
+                   floormod,
                    post_order_visit)
 from .tensor import (Range, IterVar, CommReducer, Reduce, Operation, PlaceholderOp, ComputeOp,
                      Tensor, Schedule, var, placeholder, compute, reduce_axis, sum, max, min,
@@ -14,7 +15,8 @@ from .lower import NonAffineIndexError, ComputeOperation, LoweredProgram, affine
 
 __all__ = [
     "PrimExpr", "Var", "IntImm", "FloatImm", "Cast", "BinaryOpExpr", "Add", "Sub", "Mul", "Div",
-    "FloorDiv", "FloorMod", "Min", "Max", "ProducerLoad", "const", "floordiv", "floormod",
+    "FloorDiv", "FloorMod", "Min", "Max", "LT", "LE", "GT", "GE", "ProducerLoad", "const",
+    "floordiv", "floormod",
     "post_order_visit", "Range", "IterVar", "CommReducer", "Reduce", "Operation",
     "PlaceholderOp", "ComputeOp", "Tensor", "Schedule", "var", "placeholder", "compute",
     "reduce_axis", "sum", "max", "min", "create_schedule", "convert", "BuiltFunction", "build",

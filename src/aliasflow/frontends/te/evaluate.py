@@ -11,11 +11,12 @@ import numpy as np
 
 from ...core.errors import AliasflowError
 from .expr import (PrimExpr, Var, IntImm, FloatImm, Cast, Add, Sub, Mul, Div, FloorDiv,
-                   FloorMod, Min, Max, ProducerLoad, post_order_visit)
+                   FloorMod, Min, Max, LT, LE, GT, GE, ProducerLoad, post_order_visit)
 from .tensor import Reduce
 
 _UFUNCS = {Add: np.add, Sub: np.subtract, Mul: np.multiply, Div: np.true_divide,
-           FloorDiv: np.floor_divide, FloorMod: np.mod, Min: np.minimum, Max: np.maximum}
+           FloorDiv: np.floor_divide, FloorMod: np.mod, Min: np.minimum, Max: np.maximum,
+           LT: np.less, LE: np.less_equal, GT: np.greater, GE: np.greater_equal}
 
 
 def int_value(expr: PrimExpr, binds: dict, what: str) -> int:

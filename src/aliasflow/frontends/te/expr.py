@@ -5,7 +5,7 @@ becomes a constant of the other side's dtype (a float next to an int expression 
 ``float32`` constant and the int side is cast), mismatched dtypes are cast to the wider one
 (an int to a float), ``/`` on integers is refused, ``//`` and ``%`` are floor division and
 floor modulo, ``-x`` is ``x * -1``, and the folds TVM applies while building (two constants,
-``x + 0``, ``x * 1``, ``x * 0``, ``x // 1``, ``x % 1``) are applied too.
+``x + 0``, ``x * 1``, ``x * 0``, ``0 / x``, ``x // 1``, ``x % 1``, ``max(x, x)``) are applied too.
 
 >>> from aliasflow import te
 >>> i = te.var("i")
@@ -55,6 +55,10 @@ class PrimExpr:
     def __mod__(self, o): return binary(FloorMod, self, o)
     def __rmod__(self, o): return binary(FloorMod, o, self)
     def __neg__(self): return binary(Mul, self, -1)
+    def __lt__(self, o): return binary(LT, self, o)
+    def __le__(self, o): return binary(LE, self, o)
+    def __gt__(self, o): return binary(GT, self, o)
+    def __ge__(self, o): return binary(GE, self, o)
 
     def astype(self, dtype) -> "PrimExpr":
         return cast(dtype, self)
@@ -144,6 +148,20 @@ class FloorDiv(BinaryOpExpr): symbol = "floordiv"
 class FloorMod(BinaryOpExpr): symbol = "floormod"
 class Min(BinaryOpExpr): symbol = "min"
 class Max(BinaryOpExpr): symbol = "max"
+
+
+class CmpOpExpr(BinaryOpExpr):
+    """A comparison; its dtype is ``bool`` (for ``where=`` conditions)."""
+
+    def __init__(self, a: PrimExpr, b: PrimExpr):
+        super().__init__(a, b)
+        self.dtype = "bool"
+
+
+class LT(CmpOpExpr): symbol = "<"
+class LE(CmpOpExpr): symbol = "<="
+class GT(CmpOpExpr): symbol = ">"
+class GE(CmpOpExpr): symbol = ">="
 
 
 class ProducerLoad(PrimExpr):
@@ -243,7 +261,8 @@ def _match(a, b) -> tuple[PrimExpr, PrimExpr]:
 _FOLD = {
     "Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mul": lambda x, y: x * y,
     "Div": lambda x, y: x / y, "FloorDiv": lambda x, y: x // y, "FloorMod": lambda x, y: x % y,
-    "Min": min, "Max": max,
+    "Min": min, "Max": max, "LT": lambda x, y: x < y, "LE": lambda x, y: x <= y,
+    "GT": lambda x, y: x > y, "GE": lambda x, y: x >= y,
 }
 
 
@@ -261,7 +280,10 @@ def binary(cls, a, b) -> PrimExpr:
     if is_const(a) and is_const(b):
         if cls in (FloorDiv, FloorMod, Div) and b.value == 0:
             raise AliasflowError(f"{cls.__name__}({a}, {b}): division by zero")
-        return const(_FOLD[cls.__name__](a.value, b.value), a.dtype)
+        value = _FOLD[cls.__name__](a.value, b.value)
+        if issubclass(cls, CmpOpExpr):
+            return IntImm("bool", int(value))
+        return const(value, a.dtype)
     if cls is Add:
         if zero(a):
             return b
@@ -275,12 +297,16 @@ def binary(cls, a, b) -> PrimExpr:
             return b
         if one(b) or zero(a):
             return a
-    elif cls in (Div, FloorDiv):
-        if one(b):
+    elif cls in (Div, FloorDiv, FloorMod):
+        if zero(b):
+            raise AliasflowError(f"{cls.__name__}({a}, {b}): division by zero")
+        if zero(a):
             return a
-    elif cls is FloorMod:
         if one(b):
-            return const(0, a.dtype)
+            return const(0, a.dtype) if cls is FloorMod else a
+    elif cls in (Min, Max):
+        if a is b:
+            return a
     return cls(a, b)
 
 

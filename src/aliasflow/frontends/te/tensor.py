@@ -57,7 +57,7 @@ class IterVar:
 
 # k + 1, k * 2, ... act on the var, as in TVM
 for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv", "mod", "rmod",
-            "truediv", "rtruediv", "neg"):
+            "truediv", "rtruediv", "neg", "lt", "le", "gt", "ge"):
     setattr(IterVar, f"__{_op}__",
             (lambda op: lambda self, *o: getattr(self.var, op)(*o))(f"__{_op}__"))
 del _op
@@ -280,16 +280,16 @@ def compute(shape, fcompute, name: str = "compute"):
     if not callable(fcompute):
         raise AliasflowError(f"{what}: fcompute must be callable, got {fcompute!r}")
     try:
-        params = list(inspect.signature(fcompute).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    if params and params[0].kind == inspect.Parameter.VAR_POSITIONAL:
-        names = [f"i{k}" for k in range(len(dims))]
+        spec = inspect.getfullargspec(fcompute)
+    except TypeError:
+        raise AliasflowError(f"{what}: cannot read fcompute's parameters") from None
+    if spec.varargs is not None or not spec.args:  # TVM's names: i0, i1, ... for the rest
+        names = list(spec.args) + [f"i{k}" for k in range(len(dims) - len(spec.args))]
     else:
-        names = [p.name for p in params]
-        if len(names) != len(dims):
-            raise AliasflowError(f"{what}: fcompute takes {len(names)} argument(s) but the "
-                                 f"shape has {len(dims)} dims")
+        names = list(spec.args)
+    if len(names) != len(dims) or spec.defaults or spec.kwonlyargs or spec.varkw:
+        raise AliasflowError(f"{what}: fcompute must take one positional argument per dim "
+                             f"({len(dims)}), got ({', '.join(spec.args)})")
     axis = [IterVar(Range(0, d), Var(n, d.dtype), "DataPar") for n, d in zip(names, dims)]
     out = fcompute(*[iv.var for iv in axis])
     many = isinstance(out, (tuple, list))
