@@ -56,13 +56,15 @@ class Domain:
     def shape(self) -> tuple[int, ...]:
         return tuple(self.extents)
 
-    def grids(self) -> dict:
+    def grids(self, first: range | None = None) -> dict:
+        """Loop variables as broadcastable aranges; ``first`` restricts the first loop."""
         nd = len(self.vars)
         env = {}
         for d, (v, lo, ext) in enumerate(zip(self.vars, self.mins, self.extents)):
+            values = range(lo, lo + ext) if d or first is None else first
             shape = [1] * nd
-            shape[d] = ext
-            env[id(v)] = np.arange(lo, lo + ext, dtype=v.dtype).reshape(shape)
+            shape[d] = len(values)
+            env[id(v)] = np.arange(values.start, values.stop, dtype=v.dtype).reshape(shape)
         return env
 
 
@@ -124,14 +126,32 @@ def gather(name: str, array: np.ndarray, indices: list) -> np.ndarray:
     return array[tuple(indices)] if indices else array[()]
 
 
+# Points evaluated at once: a reduction holds its whole source over the chunk's domain, so
+# the first loop is cut into chunks of at most this many domain points each.
+CHUNK_POINTS = 1 << 22
+
+
 def op_values(op, domain: Domain, load, env_extra: dict) -> list[np.ndarray]:
     """Every output of ``op`` as an array of the op's output shape."""
-    env = dict(env_extra)
-    env.update(domain.grids())
     out_shape = domain.shape[:domain.naxis]
     reduce_dims = tuple(range(domain.naxis, len(domain.vars)))
-    results = []
-    for e, t in zip(op.body, op._outputs):
-        v = evaluate(e, env, load, reduce_dims)
-        results.append(np.broadcast_to(np.asarray(v, dtype=t.dtype), out_shape))
+    if domain.naxis == 0 or 0 in domain.shape:
+        chunks = [None]
+    else:
+        per_row = int(np.prod(domain.shape[1:], dtype=np.int64))
+        step = max(1, CHUNK_POINTS // max(per_row, 1))
+        lo, ext = domain.mins[0], domain.extents[0]
+        chunks = [range(a, min(a + step, lo + ext)) for a in range(lo, lo + ext, step)]
+    results = [np.empty(out_shape, t.dtype) for t in op._outputs] if len(chunks) > 1 else None
+    for rows in chunks:
+        env = dict(env_extra)
+        env.update(domain.grids(rows))
+        shape = out_shape if rows is None else (len(rows),) + out_shape[1:]
+        values = [np.broadcast_to(np.asarray(evaluate(e, env, load, reduce_dims), t.dtype), shape)
+                  for e, t in zip(op.body, op._outputs)]
+        if results is None:
+            return values
+        start = rows.start - domain.mins[0]
+        for r, v in zip(results, values):
+            r[start:start + len(rows)] = v
     return results

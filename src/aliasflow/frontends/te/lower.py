@@ -75,8 +75,8 @@ def affine_form(expr, domain: Domain, binds: dict) -> tuple[list[int], int]:
             fn = {FloorDiv: lambda a, b: a // b, FloorMod: lambda a, b: a % b,
                   Min: min, Max: max}[type(e)]
             return [0] * nd, fn(ka, kb)
-        if isinstance(e, Cast) and np.dtype(e.dtype).kind in "iu":
-            return go(e.value)
+        if isinstance(e, Cast) and np.can_cast(e.value.dtype, e.dtype, "safe"):
+            return go(e.value)  # a widening integer cast keeps every value
         if isinstance(e, ProducerLoad):
             raise NonAffineIndexError(f"{e} is data-dependent (loads from {e.producer.name!r})")
         raise NonAffineIndexError(f"{e} ({type(e).__name__}) is not an affine index")
