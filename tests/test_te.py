@@ -408,3 +408,19 @@ def test_build_refusals():
     X = te.compute((n,), lambda i: A[i] * x.astype("float32"), name="X")
     with pytest.raises(af.AliasflowError, match="var 'x'"):
         te.build([X], [A, X])
+
+
+def test_example_runs():
+    pytest.importorskip("torch")
+    import runpy
+    from pathlib import Path
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        runpy.run_path(str(Path(__file__).parent.parent / "examples" / "te_matmul.py"))
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("fmm(x, y, z2) equals x.mm(y)")
+    assert lines[1] == "C.op.input_tensors: ['A', 'B', 'E']"
+    assert lines[-2:] == ["  C -> D RAW on elements [1, 2, 3, 4, 5, 6, 7]",
+                          "  C -> D RAW on elements [0, 1, 2, 3, 4, 5, 6]"]
