@@ -233,10 +233,11 @@ def test_tvm_compile_ignores_where():
 
 
 def test_tvm_compile_gets_nested_floordiv_indices_wrong():
-    """Documents why the value test keeps indices affine: TVM 0.27 compiles
-    ``P[(i + 2) // 2 % 2, (i + 3) // 2 % 2]`` to code that reads ``P[1, 1]``... wrongly at
-    ``i = 1`` (it reads ``P[0, 0]`` = 1 where the expression says ``P[1, 0]`` = 3); aliasflow
-    gives the expression's value. If this fails, TVM fixed it: drop ``affine_only`` above."""
+    """Documents why the value test keeps indices affine: for
+    ``C[i] = P[(i + 2) // 2 % 2, (i + 3) // 2 % 2]`` TVM 0.27's compiled code reads ``P[0, 0]``
+    at ``i = 1``, where the expression says ``P[1, 0]``, and ``P[1, 1]`` at ``i = 3`` instead
+    of ``P[0, 1]``; aliasflow gives the expression's values. If this fails, TVM fixed it:
+    drop ``affine_only`` above."""
     a = np.array([[1, 2], [3, 4]], "float32")
     want = [a[((i + 2) // 2) % 2, ((i + 3) // 2) % 2] for i in range(4)]
     vals = []

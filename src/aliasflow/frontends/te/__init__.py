@@ -4,9 +4,8 @@
 ops read the exact views their affine loads touch; :func:`build` runs a graph with NumPy on
 DLPack arrays (seed 004's matmul on PyTorch tensors)."""
 from .expr import (PrimExpr, Var, IntImm, FloatImm, Cast, BinaryOpExpr, Add, Sub, Mul, Div,
-                   FloorDiv, FloorMod, Min, Max, LT, LE, GT, GE, ProducerLoad, const, floordiv,
-                   floormod,
-                   post_order_visit)
+                   FloorDiv, FloorMod, Min, Max, CmpOpExpr, LT, LE, GT, GE, ProducerLoad, const,
+                   floordiv, floormod, post_order_visit)
 from .tensor import (Range, IterVar, CommReducer, Reduce, Operation, PlaceholderOp, ComputeOp,
                      Tensor, Schedule, var, placeholder, compute, reduce_axis, sum, max, min,
                      create_schedule, convert)
@@ -15,10 +14,9 @@ from .lower import NonAffineIndexError, ComputeOperation, LoweredProgram, affine
 
 __all__ = [
     "PrimExpr", "Var", "IntImm", "FloatImm", "Cast", "BinaryOpExpr", "Add", "Sub", "Mul", "Div",
-    "FloorDiv", "FloorMod", "Min", "Max", "LT", "LE", "GT", "GE", "ProducerLoad", "const",
-    "floordiv", "floormod",
-    "post_order_visit", "Range", "IterVar", "CommReducer", "Reduce", "Operation",
-    "PlaceholderOp", "ComputeOp", "Tensor", "Schedule", "var", "placeholder", "compute",
-    "reduce_axis", "sum", "max", "min", "create_schedule", "convert", "BuiltFunction", "build",
+    "FloorDiv", "FloorMod", "Min", "Max", "CmpOpExpr", "LT", "LE", "GT", "GE", "ProducerLoad",
+    "const", "floordiv", "floormod", "post_order_visit", "Range", "IterVar", "CommReducer",
+    "Reduce", "Operation", "PlaceholderOp", "ComputeOp", "Tensor", "Schedule", "var",
+    "placeholder", "compute", "reduce_axis", "sum", "max", "min", "create_schedule", "convert", "BuiltFunction", "build",
     "NonAffineIndexError", "ComputeOperation", "LoweredProgram", "affine_form", "lower",
 ]

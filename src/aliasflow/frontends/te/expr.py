@@ -94,6 +94,7 @@ class IntImm(PrimExpr):
 
     def __int__(self): return self.value
     def __index__(self): return self.value
+    def __bool__(self): return bool(self.value)
     def __eq__(self, o): return isinstance(o, (int, np.integer, IntImm)) and int(o) == self.value
     def __hash__(self): return hash(self.value)
     def __str__(self): return str(self.value) if self.dtype != "bool" else str(bool(self.value))
@@ -185,7 +186,9 @@ def is_const(e) -> bool:
 
 
 def const(value, dtype=None) -> PrimExpr:
-    """A constant: ``int`` → ``int32``, ``float`` → ``float32`` unless ``dtype`` is given."""
+    """A constant: ``int`` → ``int32``, ``float`` → ``float32`` unless ``dtype`` is given.
+
+    (TVM 0.27's ``te.const(1.5)`` gives the int32 constant 1; this gives float32 1.5.)"""
     if isinstance(value, (bool, np.bool_)):
         raise AliasflowError(f"boolean constant {value!r} is not supported in expressions")
     if isinstance(value, (IntImm, FloatImm)):

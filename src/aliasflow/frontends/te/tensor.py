@@ -129,8 +129,8 @@ def _reducer(name: str, combine):
         return Reduce(CommReducer(name, expr.dtype), [expr], axes, cond)
     reducer.__name__ = name
     reducer.__doc__ = (f"``te.{name}(expr, axis=k)``: the {name} of ``expr`` over the reduce "
-                       f"axes ``k`` (``where=`` masks points out); ``te.{name}(a, b)`` combines two "
-                       f"expressions.")
+                       f"axes ``k`` (``where=`` masks points out); ``te.{name}(a, b)`` combines "
+                       f"two expressions.")
     return reducer
 
 
