@@ -11,9 +11,9 @@ FLOAT, INT = "float32", "int32"
 
 
 class _Gen:
-    def __init__(self, te, seed, affine_only, allow_int, use_where):
+    def __init__(self, te, seed, affine_only, allow_int, use_where, use_calls):
         self.te, self.rng = te, random.Random(seed)
-        self.use_where = use_where
+        self.use_where, self.use_calls = use_where, use_calls
         self.affine_only, self.allow_int = affine_only, allow_int
         self.tensors = []  # (tensor, shape, dtype, is_placeholder)
 
@@ -49,10 +49,25 @@ class _Gen:
         t, shape, dtype, _ = self.rng.choice(self.tensors)
         return t[tuple(self.index(s, loops) for s in shape)], dtype
 
+    def padded_load(self, loops):
+        """``if_then_else(index in bounds, T[index], 0)``: out of bounds where not taken."""
+        rng, te = self.rng, self.te
+        t, shape, dtype, _ = rng.choice(self.tensors)
+        idx, conds = [], []
+        for s in shape:
+            v = rng.choice(loops)[0]
+            e = v + rng.randint(-2, 2)
+            idx.append(e)
+            conds += [e >= 0, e < s]
+        zero = 0.0 if dtype == FLOAT else 0
+        return te.if_then_else(te.all(*conds), t[tuple(idx)], zero), dtype
+
     # ---- expressions -----------------------------------------------------------------------
     def leaf(self, loops):
         rng = self.rng
         c = rng.random()
+        if self.use_calls and loops and c < 0.12:
+            return self.padded_load(loops)
         if c < 0.6:
             return self.load(loops)
         if c < 0.75:
@@ -73,10 +88,45 @@ class _Gen:
             return e, dt
         a, adt = self.expr(loops, depth - 1)
         c = rng.random()
+        if self.use_calls and c < 0.2:
+            return self.call(a, adt, loops, depth)
         if c < 0.1 and self.allow_int:
             return a.astype(INT if adt == FLOAT else FLOAT), (INT if adt == FLOAT else FLOAT)
         b, bdt = self.expr(loops, depth - 1)
         return self.combine(a, adt, b, bdt)
+
+    def call(self, a, adt, loops, depth):
+        rng, te = self.rng, self.te
+        c = rng.random()
+        if c < 0.35 and loops:
+            v, m, e = rng.choice(loops)
+            k = rng.randint(m, m + e)
+            cond = rng.choice([v >= k, v < k, v == k, v != k])
+            if rng.random() < 0.3:
+                w = rng.choice(loops)[0]
+                cond = (te.all if rng.random() < 0.5 else te.any)(cond, w > k - 1)
+            b, bdt = self.expr(loops, depth - 1)
+            dt = FLOAT if FLOAT in (adt, bdt) else INT
+            if rng.random() < 0.6 or adt != bdt:
+                return te.if_then_else(cond, a, b), dt
+            return self._select(cond, a, b), dt
+        if adt == INT or c < 0.45:
+            return te.abs(a), adt
+        # no NaNs: TVM's compiled min/max drop or keep a NaN depending on operand order,
+        # NumPy's always keep it, so log/sqrt get a positive argument and pow a square
+        if c < 0.55:
+            return te.power(a, 2.0), adt
+        name = rng.choice(["exp", "log", "sqrt", "tanh", "sigmoid"])
+        if name in ("log", "sqrt"):
+            a = te.abs(a) + 0.5
+        return getattr(te, name)(a), adt
+
+    def _select(self, cond, a, b):
+        te = self.te
+        if hasattr(te, "select"):
+            return te.select(cond, a, b)
+        import tvm  # real TVM's te has no select: the Select node's constructor
+        return tvm.tirx.Select(cond, a, b)
 
     def combine(self, a, adt, b, bdt):
         rng, te = self.rng, self.te
@@ -147,9 +197,9 @@ class _Gen:
 
 def random_graph(te, seed: int, affine_only: bool = False, allow_int: bool = True,
                  n_placeholders: int | None = None, n_computes: int | None = None,
-                 use_where: bool = True):
+                 use_where: bool = True, use_calls: bool = True):
     """``(placeholders, computes)``: lists of tensors built through ``te``."""
-    g = _Gen(te, seed, affine_only, allow_int, use_where)
+    g = _Gen(te, seed, affine_only, allow_int, use_where, use_calls)
     rng = g.rng
     n_placeholders = n_placeholders or rng.randint(1, 3)
     n_computes = n_computes or rng.randint(1, 4)

@@ -17,13 +17,12 @@ from te_graphs import random_graph  # noqa: E402
 # a then b, a Cast's value, a load's indices (never its producer), a Reduce's axis bounds,
 # source, init and condition; a node reached again (same object) is skipped.
 _BINARY = {"Add", "Sub", "Mul", "Div", "FloorDiv", "FloorMod", "Min", "Max",
-           "LT", "LE", "GT", "GE"}
+           "LT", "LE", "GT", "GE", "EQ", "NE", "And", "Or"}
 
 
 def _tvm_kind(n):
     name = type(n).__name__
-    if name == "Call":
-        assert n.op.name == "te.tensor_load", n.op.name
+    if name == "Call" and n.op.name == "te.tensor_load":
         return "ProducerLoad"
     return name
 
@@ -36,6 +35,10 @@ def _tvm_children(n):
         return [n.value]
     if kind == "ProducerLoad":
         return list(n.args[1:])
+    if kind == "Call":
+        return list(n.args)
+    if kind == "Select":
+        return [n.condition, n.true_value, n.false_value]
     if kind == "Reduce":
         bounds = [e for iv in n.axis for e in (iv.dom.min, iv.dom.extent)]
         return bounds + list(n.source) + list(n.init) + [n.condition]
@@ -74,6 +77,8 @@ def describe_tvm(n):
         return (kind, n.args[0].name)
     if kind == "Cast":
         return (kind, str(n.ty))
+    if kind == "Call":
+        return (kind, n.op.name)
     return (kind,)
 
 
@@ -87,6 +92,8 @@ def describe_af(n):
         return (kind, n.producer.name)
     if kind == "Cast":
         return (kind, n.dtype)
+    if kind == "Call":
+        return (kind, n.op_name)
     return (kind,)
 
 

@@ -5,7 +5,9 @@ ops read the exact views their affine loads touch; :func:`build` runs a graph wi
 DLPack arrays (seed 004's matmul on PyTorch tensors)."""
 from .expr import (PrimExpr, Var, IntImm, FloatImm, Cast, BinaryOpExpr, Add, Sub, Mul, Div,
                    FloorDiv, FloorMod, Min, Max, CmpOpExpr, LT, LE, GT, GE, ProducerLoad, const,
-                   floordiv, floormod, post_order_visit)
+                   floordiv, floormod, post_order_visit, EQ, NE, And, Or)
+from .intrin import (Call, Select, exp, log, sqrt, tanh, sigmoid, abs, power, if_then_else,
+                     select, all, any)
 from .tensor import (Range, IterVar, CommReducer, Reduce, Operation, PlaceholderOp, ComputeOp,
                      Tensor, Schedule, var, placeholder, compute, reduce_axis, sum, max, min,
                      create_schedule, convert)
@@ -19,4 +21,6 @@ __all__ = [
     "Reduce", "Operation", "PlaceholderOp", "ComputeOp", "Tensor", "Schedule", "var",
     "placeholder", "compute", "reduce_axis", "sum", "max", "min", "create_schedule", "convert", "BuiltFunction", "build",
     "NonAffineIndexError", "ComputeOperation", "LoweredProgram", "affine_form", "lower",
+    "EQ", "NE", "And", "Or", "Call", "Select", "exp", "log", "sqrt", "tanh", "sigmoid", "abs",
+    "power", "if_then_else", "select", "all", "any",
 ]

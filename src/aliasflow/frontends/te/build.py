@@ -153,9 +153,8 @@ class BuiltFunction:
                 continue
             domain = Domain(op, binds)
 
-            def load(node, idx):
-                src = values[node.producer]
-                return gather(node.producer.name, src, idx)
+            def load(node, idx, mask):
+                return gather(node.producer.name, values[node.producer], idx, mask)
             results = op_values(op, domain, load, env)
             for t, v in zip(op._outputs, results):
                 if t in given:

@@ -4,6 +4,10 @@ The domain is the op's axes followed by its reduce axes; loop variable ``d`` is 
 ``arange`` shaped to broadcast along dimension ``d``, so every sub-expression is an array
 broadcastable to the domain and the whole op is a handful of NumPy calls, never a Python loop
 per element.
+
+A load under ``if_then_else`` or in a reduction with ``where=`` is *guarded*: it is read only
+at the points where its guards hold (TVM's semantics), so it is gathered, and bounds checked,
+only there.
 """
 from __future__ import annotations
 
@@ -11,12 +15,19 @@ import numpy as np
 
 from ...core.errors import AliasflowError
 from .expr import (PrimExpr, Var, IntImm, FloatImm, Cast, Add, Sub, Mul, Div, FloorDiv,
-                   FloorMod, Min, Max, LT, LE, GT, GE, ProducerLoad, post_order_visit)
+                   FloorMod, Min, Max, LT, LE, GT, GE, EQ, NE, And, Or, ProducerLoad,
+                   is_const, post_order_visit)
+from .intrin import Call, Select
 from .tensor import Reduce
 
 _UFUNCS = {Add: np.add, Sub: np.subtract, Mul: np.multiply, Div: np.true_divide,
            FloorDiv: np.floor_divide, FloorMod: np.mod, Min: np.minimum, Max: np.maximum,
-           LT: np.less, LE: np.less_equal, GT: np.greater, GE: np.greater_equal}
+           LT: np.less, LE: np.less_equal, GT: np.greater, GE: np.greater_equal,
+           EQ: np.equal, NE: np.not_equal, And: np.logical_and, Or: np.logical_or}
+_CALLS = {"tirx.exp": np.exp, "tirx.log": np.log, "tirx.sqrt": np.sqrt, "tirx.tanh": np.tanh,
+          "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.fabs": np.abs,
+          "tirx.pow": np.power}
+IF_THEN_ELSE = "prim.if_then_else"
 
 
 def int_value(expr: PrimExpr, binds: dict, what: str) -> int:
@@ -27,12 +38,43 @@ def int_value(expr: PrimExpr, binds: dict, what: str) -> int:
             if id(n) not in binds:
                 raise AliasflowError(f"{what}: {expr} uses var {n.name!r}, which is not bound")
             env[id(n)] = np.asarray(binds[id(n)], dtype=n.dtype)
-    return int(evaluate(expr, env, None, ()))
+    return int(Evaluator(env, None, ()).value(expr))
 
 
 def _nodes(expr):
     out = []
     post_order_visit(expr, out.append)
+    return out
+
+
+def load_guards(expr) -> dict[int, list[tuple] | None]:
+    """For each load in ``expr`` (by id): ``None`` if some path reaches it unconditionally,
+    else the guard paths, each a tuple of ``(condition, wanted truth value)``."""
+    out: dict[int, list[tuple] | None] = {}
+    seen: set = set()
+    stack: list[tuple[object, tuple]] = [(expr, ())]
+    while stack:
+        node, guard = stack.pop()
+        key = (id(node), tuple((id(c), b) for c, b in guard))
+        if key in seen:
+            continue
+        seen.add(key)
+        if isinstance(node, ProducerLoad):
+            if not guard:
+                out[id(node)] = None
+            elif out.get(id(node), []) is not None:
+                out.setdefault(id(node), []).append(guard)
+        if isinstance(node, Call) and node.op_name == IF_THEN_ELSE:
+            c, t, f = node.args
+            stack += [(c, guard), (t, guard + ((c, True),)), (f, guard + ((c, False),))]
+        elif isinstance(node, Reduce) and not (is_const(node.condition)
+                                               and node.condition.value):
+            inner = guard + ((node.condition, True),)
+            bounds = [e for iv in node.axis for e in (iv.dom.min, iv.dom.extent)]
+            stack += [(x, guard) for x in bounds + list(node.init) + [node.condition]]
+            stack += [(x, inner) for x in node.source]
+        else:
+            stack += [(x, guard) for x in node._children()]
     return out
 
 
@@ -68,62 +110,109 @@ class Domain:
         return env
 
 
-def evaluate(expr: PrimExpr, env: dict, load, reduce_dims: tuple[int, ...]):
-    """Value of ``expr``: vars from ``env`` (id → array), ``load(node, index_arrays)`` for
-    ProducerLoads; a top-level Reduce reduces over ``reduce_dims`` of the domain."""
-    values: dict[int, np.ndarray] = {}
+class Evaluator:
+    """Values of the nodes of one body: vars from ``env`` (id → array); ``load(node, index
+    arrays, mask)`` gives a load's values (``mask``: where it is read, or None for
+    everywhere); a Reduce reduces over ``reduce_dims`` of the domain."""
 
-    def visit(n):
-        values[id(n)] = _node_value(n, values, env, load, reduce_dims)
-    with np.errstate(all="ignore"):  # integer wrap-around and inf/nan follow NumPy, as in C
-        post_order_visit(expr, visit)
-    return values[id(expr)]
+    def __init__(self, env: dict, load, reduce_dims: tuple[int, ...], guards=None):
+        self.env, self.load, self.reduce_dims = env, load, reduce_dims
+        self.guards = guards or {}
+        self.values: dict[int, np.ndarray] = {}
+
+    def value(self, expr):
+        if id(expr) not in self.values:
+            with np.errstate(all="ignore"):  # integer wrap-around, inf and nan as in C
+                post_order_visit(expr, self._visit)
+        return self.values[id(expr)]
+
+    def _visit(self, n):
+        if id(n) not in self.values:
+            self.values[id(n)] = self._node(n)
+
+    def _mask(self, n):
+        paths = self.guards.get(id(n))
+        if paths is None:
+            return None
+        mask = False
+        for path in paths:
+            m = True
+            for cond, want in path:
+                c = self.value(cond)
+                m = np.logical_and(m, c if want else np.logical_not(c))
+            mask = np.logical_or(mask, m)
+        return np.asarray(mask)
+
+    def _node(self, n):
+        v = self.values
+        if isinstance(n, Var):
+            if id(n) not in self.env:
+                raise AliasflowError(f"var {n.name!r} is neither a loop variable nor bound")
+            return self.env[id(n)]
+        if isinstance(n, (IntImm, FloatImm)):
+            return np.asarray(n.value, dtype=n.dtype)
+        if isinstance(n, Cast):
+            return v[id(n.value)].astype(n.dtype)
+        ufunc = _UFUNCS.get(type(n))
+        if ufunc is not None:
+            return np.asarray(ufunc(v[id(n.a)], v[id(n.b)])).astype(n.dtype, copy=False)
+        if isinstance(n, ProducerLoad):
+            return self.load(n, [v[id(i)] for i in n.indices], self._mask(n))
+        if isinstance(n, Select):
+            return np.where(v[id(n.condition)], v[id(n.true_value)], v[id(n.false_value)])
+        if isinstance(n, Call):
+            args = [v[id(a)] for a in n.args]
+            if n.op_name == IF_THEN_ELSE:
+                return np.where(*args).astype(n.dtype, copy=False)
+            fn = _CALLS.get(n.op_name)
+            if fn is None:
+                raise AliasflowError(f"cannot evaluate call {n.op_name!r}")
+            return np.asarray(fn(*args)).astype(n.dtype, copy=False)
+        if isinstance(n, Reduce):
+            return self._reduce(n)
+        raise AliasflowError(f"cannot evaluate expression node {type(n).__name__}: {n}")
+
+    def _reduce(self, n: Reduce):
+        src = self.values[id(n.source[n.value_index])]
+        shape = np.broadcast_shapes(*(np.shape(g) for g in self.env.values()), np.shape(src))
+        src = np.broadcast_to(src, shape)
+        identity = n.combiner.identity().value
+        cond = self.values[id(n.condition)]
+        if not (cond.ndim == 0 and bool(cond)):
+            src = np.where(np.broadcast_to(cond, shape), src, np.asarray(identity, n.dtype))
+        axes = tuple(self.reduce_dims)
+        if n.combiner.name == "sum":
+            return np.sum(src, axis=axes, dtype=n.dtype)
+        fn = np.max if n.combiner.name == "max" else np.min
+        return fn(src, axis=axes, initial=np.asarray(identity, n.dtype))
 
 
-def _node_value(n, values, env, load, reduce_dims):
-    if isinstance(n, Var):
-        if id(n) not in env:
-            raise AliasflowError(f"var {n.name!r} is neither a loop variable nor bound")
-        return env[id(n)]
-    if isinstance(n, (IntImm, FloatImm)):
-        return np.asarray(n.value, dtype=n.dtype)
-    if isinstance(n, Cast):
-        return values[id(n.value)].astype(n.dtype)
-    ufunc = _UFUNCS.get(type(n))
-    if ufunc is not None:
-        return np.asarray(ufunc(values[id(n.a)], values[id(n.b)])).astype(n.dtype, copy=False)
-    if isinstance(n, ProducerLoad):
-        return load(n, [values[id(i)] for i in n.indices])
-    if isinstance(n, Reduce):
-        return _reduce(n, values, env, reduce_dims)
-    raise AliasflowError(f"cannot evaluate expression node {type(n).__name__}: {n}")
+def gather(name: str, array: np.ndarray, indices: list, mask=None) -> np.ndarray:
+    """``array[indices]`` for broadcastable integer index arrays, bounds checked per dim at
+    the points ``mask`` selects (everywhere if None); elsewhere the result is unspecified."""
+    shape = np.broadcast_shapes(*(np.shape(i) for i in indices),
+                                *(() if mask is None else (np.shape(mask),)))
+    if mask is not None:
+        where = np.broadcast_to(mask, shape)
+        if not where.any():
+            return np.zeros(shape, array.dtype)
+        indices = [np.where(where, np.broadcast_to(i, shape), 0) for i in indices]
+        for d, idx in enumerate(indices):
+            _check(name, d, idx[where], array.shape)
+    else:
+        for d, idx in enumerate(indices):
+            _check(name, d, idx, array.shape)
+    out = array[tuple(indices)] if indices else array[()]
+    return out if mask is None else np.broadcast_to(out, shape)
 
 
-def _reduce(n: Reduce, values, env, reduce_dims):
-    src = values[id(n.source[n.value_index])]
-    shape = np.broadcast_shapes(*(np.shape(g) for g in env.values()), np.shape(src))
-    src = np.broadcast_to(src, shape)
-    identity = n.combiner.identity().value
-    cond = values[id(n.condition)]
-    if not (cond.ndim == 0 and bool(cond)):
-        src = np.where(np.broadcast_to(cond, shape), src, np.asarray(identity, n.dtype))
-    axes = tuple(reduce_dims)
-    if n.combiner.name == "sum":
-        return np.sum(src, axis=axes, dtype=n.dtype)
-    fn = np.max if n.combiner.name == "max" else np.min
-    return fn(src, axis=axes, initial=np.asarray(identity, n.dtype))
-
-
-def gather(name: str, array: np.ndarray, indices: list) -> np.ndarray:
-    """``array[indices]`` for broadcastable integer index arrays, bounds checked per dim."""
-    for d, (idx, size) in enumerate(zip(indices, array.shape)):
-        if np.size(idx) == 0:
-            return np.empty(np.broadcast_shapes(*(np.shape(i) for i in indices)), array.dtype)
-        lo, hi = int(np.min(idx)), int(np.max(idx))
-        if lo < 0 or hi >= size:
-            raise AliasflowError(f"load from {name!r}: index {d} ranges over [{lo}, {hi}], "
-                                 f"outside [0, {size}) (shape {array.shape})")
-    return array[tuple(indices)] if indices else array[()]
+def _check(name, d, idx, shape):
+    if np.size(idx) == 0:
+        return
+    lo, hi = int(np.min(idx)), int(np.max(idx))
+    if lo < 0 or hi >= shape[d]:
+        raise AliasflowError(f"load from {name!r}: index {d} ranges over [{lo}, {hi}], "
+                             f"outside [0, {shape[d]}) (shape {shape})")
 
 
 # Points evaluated at once: a reduction holds its whole source over the chunk's domain, so
@@ -142,13 +231,15 @@ def op_values(op, domain: Domain, load, env_extra: dict) -> list[np.ndarray]:
         step = max(1, CHUNK_POINTS // max(per_row, 1))
         lo, ext = domain.mins[0], domain.extents[0]
         chunks = [range(a, min(a + step, lo + ext)) for a in range(lo, lo + ext, step)]
+    guards = [load_guards(e) for e in op.body]
     results = [np.empty(out_shape, t.dtype) for t in op._outputs] if len(chunks) > 1 else None
     for rows in chunks:
         env = dict(env_extra)
         env.update(domain.grids(rows))
         shape = out_shape if rows is None else (len(rows),) + out_shape[1:]
-        values = [np.broadcast_to(np.asarray(evaluate(e, env, load, reduce_dims), t.dtype), shape)
-                  for e, t in zip(op.body, op._outputs)]
+        values = [np.broadcast_to(np.asarray(Evaluator(env, load, reduce_dims, g).value(e),
+                                             t.dtype), shape)
+                  for e, t, g in zip(op.body, op._outputs, guards)]
         if results is None:
             return values
         start = rows.start - domain.mins[0]

@@ -59,6 +59,11 @@ class PrimExpr:
     def __le__(self, o): return binary(LE, self, o)
     def __gt__(self, o): return binary(GT, self, o)
     def __ge__(self, o): return binary(GE, self, o)
+    # == and != build EQ/NE nodes, as in TVM; their truth value is "same node" (TVM's
+    # EqualOp), so a dict or ``in`` check on expressions still means identity
+    def __eq__(self, o): return binary(EQ, self, o) if _operand(o) else NotImplemented
+    def __ne__(self, o): return binary(NE, self, o) if _operand(o) else NotImplemented
+    __hash__ = object.__hash__
 
     def astype(self, dtype) -> "PrimExpr":
         return cast(dtype, self)
@@ -95,7 +100,17 @@ class IntImm(PrimExpr):
     def __int__(self): return self.value
     def __index__(self): return self.value
     def __bool__(self): return bool(self.value)
-    def __eq__(self, o): return isinstance(o, (int, np.integer, IntImm)) and int(o) == self.value
+
+    def __eq__(self, o):  # a number compares as a number; an expression builds EQ
+        if isinstance(o, (int, np.integer, IntImm)) and not isinstance(o, bool):
+            return int(o) == self.value
+        return binary(EQ, self, o) if _operand(o) else NotImplemented
+
+    def __ne__(self, o):
+        if isinstance(o, (int, np.integer, IntImm)) and not isinstance(o, bool):
+            return int(o) != self.value
+        return binary(NE, self, o) if _operand(o) else NotImplemented
+
     def __hash__(self): return hash(self.value)
     def __str__(self): return str(self.value) if self.dtype != "bool" else str(bool(self.value))
     __repr__ = __str__
@@ -157,6 +172,20 @@ class CmpOpExpr(BinaryOpExpr):
     def __init__(self, a: PrimExpr, b: PrimExpr):
         super().__init__(a, b)
         self.dtype = "bool"
+
+
+class EQ(CmpOpExpr):
+    symbol = "=="
+    def __bool__(self): return self.a is self.b
+
+
+class NE(CmpOpExpr):
+    symbol = "!="
+    def __bool__(self): return self.a is not self.b
+
+
+class And(CmpOpExpr): symbol = "&&"
+class Or(CmpOpExpr): symbol = "||"
 
 
 class LT(CmpOpExpr): symbol = "<"
@@ -230,6 +259,11 @@ def _kind(dtype: str) -> str:
     return np.dtype(dtype).kind
 
 
+def _operand(x) -> bool:
+    """Can ``x`` stand in an expression (else ``==`` falls back to identity)?"""
+    return isinstance(x, PrimExpr) or hasattr(x, "_as_expr") or _python_number(x)
+
+
 def _python_number(x) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(
         x, (bool, np.bool_))
@@ -265,7 +299,9 @@ _FOLD = {
     "Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mul": lambda x, y: x * y,
     "Div": lambda x, y: x / y, "FloorDiv": lambda x, y: x // y, "FloorMod": lambda x, y: x % y,
     "Min": min, "Max": max, "LT": lambda x, y: x < y, "LE": lambda x, y: x <= y,
-    "GT": lambda x, y: x > y, "GE": lambda x, y: x >= y,
+    "GT": lambda x, y: x > y, "GE": lambda x, y: x >= y, "EQ": lambda x, y: x == y,
+    "NE": lambda x, y: x != y, "And": lambda x, y: bool(x and y),
+    "Or": lambda x, y: bool(x or y),
 }
 
 
@@ -278,6 +314,8 @@ def binary(cls, a, b) -> PrimExpr:
                              f"(floor division) or te.floordiv")
     if cls in (FloorDiv, FloorMod) and not is_int:
         raise AliasflowError(f"{cls.__name__}({a}, {b}): needs integer operands, got {a.dtype}")
+    if cls in (And, Or) and a.dtype != "bool":
+        raise AliasflowError(f"{cls.__name__}({a}, {b}): needs boolean operands, got {a.dtype}")
     zero = lambda e: is_const(e) and e.value == 0  # noqa: E731
     one = lambda e: is_const(e) and e.value == 1  # noqa: E731
     if is_const(a) and is_const(b):
@@ -310,6 +348,11 @@ def binary(cls, a, b) -> PrimExpr:
     elif cls in (Min, Max):
         if a is b:
             return a
+    elif cls in (And, Or):  # true && x is x, false && x is false; dually for ||
+        absorbing = 0 if cls is And else 1
+        for c, other in ((a, b), (b, a)):
+            if is_const(c):
+                return c if c.value == absorbing else other
     return cls(a, b)
 
 

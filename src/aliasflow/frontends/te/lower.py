@@ -5,7 +5,8 @@ integer combination plus a constant) touches, over the op's whole iteration doma
 reduce axes), exactly the strided view with the domain's extents as shape and
 ``stride_d = sum_r coeff(f_r, v_d) * rowstride_r``; a loop variable the load does not use gets
 stride 0 (a broadcast-like view: reading through it is fine). Anything else (``A[i * j]``,
-``A[i // 2]``, a data-dependent ``A[B[i]]``) is reported as non-affine, never approximated.
+``A[i // 2]``, a data-dependent ``A[B[i]]``, a load read only where an ``if_then_else`` or
+``where=`` condition holds) is reported as such, never approximated.
 
 >>> from aliasflow import te
 >>> import aliasflow as af
@@ -28,7 +29,7 @@ from ...core.operations import Operation as AfOperation
 from ...core.tensor import Tensor as AfTensor
 from ...core.view import TensorView, row_major_strides
 from .build import topo_ops
-from .evaluate import Domain, gather, int_value, op_values
+from .evaluate import Domain, gather, int_value, load_guards, op_values
 from .expr import (Var, IntImm, Cast, Add, Sub, Mul, FloorDiv, FloorMod, Min, Max,
                    ProducerLoad, post_order_visit)
 from .tensor import ComputeOp, Tensor
@@ -120,10 +121,10 @@ class ComputeOperation(AfOperation):
         self._reads = reads  # id(load) -> (input position, whole tensor?)
 
     def compute(self, values):
-        def load(node, idx):
+        def load(node, idx, mask):
             k, whole = self._reads[id(node)]
             if whole:
-                return gather(node.producer.name, values[k], idx)
+                return gather(node.producer.name, values[k], idx, mask)
             return values[k]
         env = {k: np.asarray(v) for k, v in self._binds.items()}
         return op_values(self.te_op, self.domain, load, env)
@@ -184,12 +185,18 @@ def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False)
             continue
         domain = Domain(op, bound)
         reads, views, where = {}, [], {}
+        guarded = {k for e in op.body for k, g in load_guards(e).items() if g is not None}
 
-        def visit(n, op=op, domain=domain, reads=reads, views=views, where=where):
+        def visit(n, op=op, domain=domain, reads=reads, views=views, where=where,
+                  guarded=guarded):
             if not isinstance(n, ProducerLoad) or id(n) in reads:
                 return
             t = tensors[n.producer]
             try:
+                if id(n) in guarded:
+                    raise NonAffineIndexError(
+                        "it is read only where a condition holds (if_then_else or where=), "
+                        "so its footprint is not a strided view over the loop nest")
                 v = load_view(n, domain, t, bound, str(n))
                 whole = False
             except NonAffineIndexError as exc:
