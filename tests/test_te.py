@@ -441,3 +441,39 @@ def test_example_runs():
     assert lines[1] == "C.op.input_tensors: ['A', 'B', 'E']"
     assert lines[-2:] == ["  C -> D RAW on elements [1, 2, 3, 4, 5, 6, 7]",
                           "  C -> D RAW on elements [0, 1, 2, 3, 4, 5, 6]"]
+
+
+def test_guarded_loads_padding_and_where():
+    A = te.placeholder((5,), name="A")
+    P = te.compute((7,), lambda i: te.if_then_else(te.all(i >= 1, i < 6), A[i - 1], 0.0),
+                   name="P")
+    k = te.reduce_axis((0, 6), name="k")
+    S = te.compute((1,), lambda i: te.sum(A[k - 1], axis=k, where=k >= 1), name="S")
+    a = np.arange(1, 6, dtype="float32")
+    p, s = np.zeros(7, "float32"), np.zeros(1, "float32")
+    te.build([P, S], [A, P, S])(a, p, s)
+    assert p.tolist() == [0, 1, 2, 3, 4, 5, 0] and s.tolist() == [15]
+    # the loads are read only where their guards hold: no strided view is exact
+    for t in (P, S):
+        with pytest.raises(te.NonAffineIndexError, match="condition holds"):
+            te.lower([t])
+    prog = te.lower([P, S], non_affine="whole")
+    prog.tensors[A].data[...] = a
+    af.run(list(prog))
+    assert prog.tensors[P].data.tolist() == p.tolist()
+    assert prog.tensors[S].data.tolist() == s.tolist()
+    # a Select evaluates both sides, so its loads must be in bounds everywhere
+    Q = te.compute((7,), lambda i: te.select(i >= 1, A[i - 1], 0.0), name="Q")
+    with pytest.raises(af.AliasflowError, match=r"ranges over \[-1, 5\]"):
+        te.build([Q], [A, Q])(a, np.zeros(7, "float32"))
+
+
+def test_equality_builds_nodes_but_identity_still_works():
+    i, j = te.var("i"), te.var("j")
+    assert isinstance(i == j, te.EQ) and isinstance(i != 3, te.NE)
+    assert bool(i == i) and not bool(i == j) and i in [j, i] and j not in [i]
+    assert {i: 1}[i] == 1 and (i == None) is False  # noqa: E711
+    assert te.const(3) == 3 and isinstance(te.const(3) == i, te.EQ)
+    assert isinstance(te.all(i > 0, j > 0), te.And) and te.any(i > 0, i > 0).dtype == "bool"
+    with pytest.raises(af.AliasflowError, match="truth value"):
+        bool(i < j)
