@@ -28,7 +28,7 @@ from ...core.errors import AliasflowError
 from ...core.operations import Operation as AfOperation
 from ...core.tensor import Tensor as AfTensor
 from ...core.view import TensorView, row_major_strides
-from .build import topo_ops
+from .build import _tensors, topo_ops
 from .evaluate import Domain, gather, int_value, load_guards, op_values
 from .expr import (Var, IntImm, Cast, Add, Sub, Mul, FloorDiv, FloorMod, Min, Max,
                    ProducerLoad, post_order_visit)
@@ -165,7 +165,6 @@ def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False)
     raises :class:`NonAffineIndexError` unless ``non_affine="whole"``, which reads the whole
     producer (a recorded superset, listed in ``program.non_affine``). ``virtual=True`` makes
     memoryless tensors (analysis only)."""
-    from .build import _tensors
     if non_affine not in ("error", "whole"):
         raise AliasflowError(f"lower: non_affine must be 'error' or 'whole', got {non_affine!r}")
     roots = _tensors("lower outputs", outputs)
@@ -184,39 +183,44 @@ def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False)
         if not isinstance(op, ComputeOp):
             continue
         domain = Domain(op, bound)
-        reads, views, where = {}, [], {}
-        guarded = {k for e in op.body for k, g in load_guards(e).items() if g is not None}
-
-        def visit(n, op=op, domain=domain, reads=reads, views=views, where=where,
-                  guarded=guarded):
-            if not isinstance(n, ProducerLoad) or id(n) in reads:
-                return
-            t = tensors[n.producer]
-            try:
-                if id(n) in guarded:
-                    raise NonAffineIndexError(
-                        "it is read only where a condition holds (if_then_else or where=), "
-                        "so its footprint is not a strided view over the loop nest")
-                v = load_view(n, domain, t, bound, str(n))
-                whole = False
-            except NonAffineIndexError as exc:
-                if non_affine == "error":
-                    raise NonAffineIndexError(f"op {op.name!r}: load {n} is not affine in the "
-                                              f"loop variables: {exc}") from None
-                skipped.append(f"op {op.name!r}: load {n} read whole: {exc}")
-                v, whole = t.view(t.name), True
-            key = (v.tensor.name, v.offset, v.shape, v.stride)
-            if key not in where:
-                where[key] = len(views)
-                views.append(v)
-            reads[id(n)] = (where[key], whole)
-        for e in op.body:
-            post_order_visit(e, visit)
+        views, reads = _reads(op, domain, tensors, bound, non_affine, skipped)
         aop = ComputeOperation(_unique(op.name, opnames), op, domain, bound, reads)
         aop.set_inputs(*views)
         aop.set_outputs(*(tensors[t].view(tensors[t].name) for t in op._outputs))
         program.append(aop)
     return LoweredProgram(program, tensors, skipped)
+
+
+def _reads(op, domain, tensors, bound, non_affine, skipped):
+    """The views ``op`` reads (one per distinct window) and, per load, ``(position in those
+    views, read whole?)``."""
+    guarded = {k for e in op.body for k, g in load_guards(e).items() if g is not None}
+    views, reads, where = [], {}, {}
+
+    def visit(n):
+        if not isinstance(n, ProducerLoad) or id(n) in reads:
+            return
+        t = tensors[n.producer]
+        try:
+            if id(n) in guarded:
+                raise NonAffineIndexError(
+                    "it is read only where a condition holds (if_then_else or where=), so "
+                    "what it reads is not a strided view over the loop nest")
+            v, whole = load_view(n, domain, t, bound, str(n)), False
+        except NonAffineIndexError as exc:
+            if non_affine == "error":
+                raise NonAffineIndexError(f"op {op.name!r}: load {n} has no exact strided "
+                                          f"footprint: {exc}") from None
+            skipped.append(f"op {op.name!r}: load {n} read whole: {exc}")
+            v, whole = t.view(t.name), True
+        key = (v.tensor.name, v.offset, v.shape, v.stride)
+        if key not in where:
+            where[key] = len(views)
+            views.append(v)
+        reads[id(n)] = (where[key], whole)
+    for e in op.body:
+        post_order_visit(e, visit)
+    return views, reads
 
 
 def _binds(ops, binds) -> dict:
