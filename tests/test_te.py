@@ -477,3 +477,16 @@ def test_equality_builds_nodes_but_identity_still_works():
     assert isinstance(te.all(i > 0, j > 0), te.And) and te.any(i > 0, i > 0).dtype == "bool"
     with pytest.raises(af.AliasflowError, match="truth value"):
         bool(i < j)
+
+
+def test_tvm_027_spellings():
+    A = te.placeholder((3, 4), name="A")
+    B = te.compute((3, 4), lambda *ix: A[ix] * 2, name="B", tag="elemwise",
+                   varargs_names=["r", "c"])
+    assert [iv.var.name for iv in B.op.axis] == ["r", "c"] and B.op.tag == "elemwise"
+    f = te.compile(te.create_prim_func([A, B]), target="llvm")
+    a, b = np.ones((3, 4), "float32"), np.zeros((3, 4), "float32")
+    f(a, b)
+    assert (b == 2).all()
+    with pytest.raises(af.AliasflowError, match="varargs_names"):
+        te.compute((3, 4), lambda *ix: A[ix], varargs_names=["r"])

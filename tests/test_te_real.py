@@ -259,3 +259,14 @@ def test_tvm_compile_gets_nested_floordiv_indices_wrong():
         vals.append(o.tolist())
     assert vals[0] == want == [4, 3, 1, 2]
     assert vals[1] == [4, 1, 1, 4]
+
+
+def test_signatures_match_tvm():
+    for mod in (te, tte):
+        A = mod.placeholder((3, 4), dtype=None, name="A")
+        B = mod.compute((3, 4), lambda *ix: A[ix] * 2, name="B", tag="t", varargs_names=["r", "c"])
+        C = mod.compute((3, 4), lambda i, *rest: A[(i,) + rest])
+        k = mod.reduce_axis((0, 4), "kk")
+        assert (str(A.dtype), B.op.tag, [iv.var.name for iv in B.op.axis]) == \
+            ("float32", "t", ["r", "c"])
+        assert [iv.var.name for iv in C.op.axis] == ["i", "i0"] and k.var.name == "kk"

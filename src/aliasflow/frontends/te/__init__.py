@@ -10,8 +10,8 @@ from .intrin import (Call, Select, exp, log, sqrt, tanh, sigmoid, abs, power, if
                      select, all, any)
 from .tensor import (Range, IterVar, CommReducer, Reduce, Operation, PlaceholderOp, ComputeOp,
                      Tensor, Schedule, var, placeholder, compute, reduce_axis, sum, max, min,
-                     create_schedule, convert)
-from .build import BuiltFunction, build
+                     create_schedule, convert, PrimFunc, create_prim_func)
+from .build import BuiltFunction, build, compile
 from .lower import NonAffineIndexError, ComputeOperation, LoweredProgram, affine_form, lower
 
 __all__ = [
@@ -22,5 +22,5 @@ __all__ = [
     "placeholder", "compute", "reduce_axis", "sum", "max", "min", "create_schedule", "convert", "BuiltFunction", "build",
     "NonAffineIndexError", "ComputeOperation", "LoweredProgram", "affine_form", "lower",
     "EQ", "NE", "And", "Or", "Call", "Select", "exp", "log", "sqrt", "tanh", "sigmoid", "abs",
-    "power", "if_then_else", "select", "all", "any",
+    "power", "if_then_else", "select", "all", "any", "PrimFunc", "create_prim_func", "compile",
 ]

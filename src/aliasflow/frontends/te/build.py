@@ -19,7 +19,7 @@ import numpy as np
 from ...core.errors import AliasflowError
 from .evaluate import Domain, gather, int_value, op_values
 from .expr import Var, post_order_visit
-from .tensor import ComputeOp, Operation, PlaceholderOp, Schedule, Tensor
+from .tensor import ComputeOp, Operation, PlaceholderOp, PrimFunc, Schedule, Tensor
 
 
 def as_ndarray(obj, what: str) -> np.ndarray:
@@ -166,12 +166,23 @@ class BuiltFunction:
 def build(outputs, args=None, target=None, target_host=None, name: str = "default_function"):
     """Compile (here: prepare) ``outputs`` into a function of ``args`` — the placeholders and
     outputs in call order, as in TVM's ``tvm.build(s, [X, Y, Z])``. ``outputs`` may be tensors,
-    ops or a :func:`create_schedule` result; ``target`` and ``target_host`` are accepted for
+    ops, a :func:`create_schedule` result, or a :func:`create_prim_func` result (which brings
+    its args); ``target`` and ``target_host`` are accepted for
     TVM's signature and ignored (NumPy on the CPU runs it). The function accepts NumPy arrays
     and any DLPack exporter (PyTorch tensors, ...) without copying them, binds symbolic sizes
     from their shapes and writes the outputs in place; compute tensors not in ``args`` are
     temporaries."""
+    if isinstance(outputs, PrimFunc):
+        outputs, args = [t for t in outputs.args if isinstance(t.op, ComputeOp)], outputs.args
     if args is None:
         raise AliasflowError("build: args (the placeholders and outputs in call order) are "
                              "required")
     return BuiltFunction(outputs, args, name)
+
+
+def compile(func, target=None, name: str = "default_function"):  # noqa: A001
+    """TVM 0.27's ``tvm.compile(te.create_prim_func(args), target="llvm")``."""
+    if not isinstance(func, PrimFunc):
+        raise AliasflowError(f"compile: expected te.create_prim_func(args), got "
+                             f"{type(func).__name__}")
+    return build(func, name=name)

@@ -25,7 +25,7 @@ from .expr import (PrimExpr, Var, IntImm, ProducerLoad, as_expr, binary, const, 
                    Add, Sub, post_order_visit, _dtype_name)
 
 
-def var(name: str = "tindex", dtype="int32") -> Var:
+def var(name: str = "tindex", dtype="int32", span=None) -> Var:
     """A symbolic scalar, e.g. a size bound when a built function is called."""
     return Var(name, dtype)
 
@@ -63,7 +63,7 @@ for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv"
 del _op
 
 
-def reduce_axis(dom, name: str = "rv") -> IterVar:
+def reduce_axis(dom, name: str = "rv", thread_tag: str = "", span=None) -> IterVar:
     """A reduction axis over ``dom = (lo, hi)``: ``lo <= k < hi``."""
     try:
         lo, hi = dom
@@ -144,6 +144,8 @@ class Operation:
 
     name: str
     num_outputs = 1
+    tag = ""
+    attrs: dict = {}
 
     def output(self, index: int) -> "Tensor":
         if not isinstance(index, int) or not 0 <= index < self.num_outputs:
@@ -255,8 +257,9 @@ def _shape(shape, what) -> tuple[PrimExpr, ...]:
     return dims
 
 
-def placeholder(shape, dtype="float32", name: str = "placeholder") -> Tensor:
-    """An input tensor."""
+def placeholder(shape, dtype=None, name: str = "placeholder") -> Tensor:
+    """An input tensor (``float32`` unless ``dtype`` says otherwise)."""
+    dtype = "float32" if dtype is None else dtype
     if not isinstance(name, str) or not name:
         raise AliasflowError(f"placeholder name must be a non-empty string, got {name!r}")
     what = f"placeholder {name!r}"
@@ -269,10 +272,12 @@ def _has_reduce(e) -> bool:
     return bool(found)
 
 
-def compute(shape, fcompute, name: str = "compute"):
+def compute(shape, fcompute, name: str = "compute", tag: str = "", attrs=None,
+            varargs_names=None):
     """A tensor (or a list of tensors, if ``fcompute`` returns a tuple or list) whose element
     at ``(i, j, ...)`` is ``fcompute(i, j, ...)``. The loop variables take ``fcompute``'s
-    parameter names (``i0, i1, ...`` for ``*args``)."""
+    parameter names (``varargs_names``, else ``i0, i1, ...``, for ``*args``); ``tag`` and
+    ``attrs`` are kept on the op."""
     if not isinstance(name, str) or not name:
         raise AliasflowError(f"compute name must be a non-empty string, got {name!r}")
     what = f"compute {name!r}"
@@ -284,7 +289,11 @@ def compute(shape, fcompute, name: str = "compute"):
     except TypeError:
         raise AliasflowError(f"{what}: cannot read fcompute's parameters") from None
     if spec.varargs is not None or not spec.args:  # TVM's names: i0, i1, ... for the rest
-        names = list(spec.args) + [f"i{k}" for k in range(len(dims) - len(spec.args))]
+        rest = len(dims) - len(spec.args)
+        if varargs_names is not None and len(varargs_names) != rest:
+            raise AliasflowError(f"{what}: {rest} varargs but varargs_names has "
+                                 f"{len(varargs_names)} names")
+        names = list(spec.args) + list(varargs_names or [f"i{k}" for k in range(rest)])
     else:
         names = list(spec.args)
     if len(names) != len(dims) or spec.defaults or spec.kwonlyargs or spec.varkw:
@@ -301,7 +310,9 @@ def compute(shape, fcompute, name: str = "compute"):
         if (top and many) or (not top and _has_reduce(e)):
             raise AliasflowError(f"{what}: a reduction must be the whole body of a "
                                  f"single-output compute (body {k} is {e})")
-    outs = ComputeOp(name, axis, body)._outputs
+    op = ComputeOp(name, axis, body)
+    op.tag, op.attrs = tag, dict(attrs or {})
+    outs = op._outputs
     return outs if many else outs[0]
 
 
@@ -323,3 +334,15 @@ class Schedule:
 def convert(value) -> PrimExpr:
     """``tvm.convert(56)``: a number as a constant expression."""
     return as_expr(value)
+
+
+class PrimFunc:
+    """``te.create_prim_func(args)``: the arguments of a function, in call order, for
+    :func:`build` (TVM 0.27's ``tvm.compile(te.create_prim_func([A, B, C]))``)."""
+
+    def __init__(self, args):
+        self.args = list(args)
+
+
+def create_prim_func(args) -> PrimFunc:
+    return PrimFunc(args)
