@@ -490,3 +490,16 @@ def test_tvm_027_spellings():
     assert (b == 2).all()
     with pytest.raises(af.AliasflowError, match="varargs_names"):
         te.compute((3, 4), lambda *ix: A[ix], varargs_names=["r"])
+
+
+def test_build_on_strided_torch_tensors_in_place():
+    torch = pytest.importorskip("torch")
+    A = te.placeholder((3, 4), name="A")
+    B = te.compute((3, 4), lambda i, j: A[i, j] + 1, name="B")
+    f = te.build([B], [A, B])
+    a = torch.arange(12.0).reshape(4, 3).t()          # strided input
+    storage = torch.zeros(4, 3)
+    f(a, storage.t())                                 # strided output, written through
+    assert torch.equal(storage.t(), a + 1)
+    with pytest.raises(af.AliasflowError, match="shares memory"):
+        f(a, a)
