@@ -1,4 +1,5 @@
-"""TVM's scalar expression nodes (``tvm.tir``), with TVM's type rules and constant folding.
+"""TVM's scalar expression nodes (``tvm.tir``, ``tvm.tirx`` in TVM 0.27), with TVM's type
+rules and constant folding.
 
 Nodes are immutable trees. Python operators build them the way TVM's do: a Python number
 becomes a constant of the other side's dtype (a float next to an int expression becomes a
@@ -41,7 +42,7 @@ class PrimExpr:
         """Sub-expressions in the order TVM's ExprVisitor visits them."""
         return [getattr(self, f) for f in self.fields]
 
-    # Python operators build nodes (TVM's ExprOp); comparisons keep identity semantics.
+    # Python operators build nodes (TVM's ExprOp).
     def __add__(self, o): return binary(Add, self, o)
     def __radd__(self, o): return binary(Add, o, self)
     def __sub__(self, o): return binary(Sub, self, o)
