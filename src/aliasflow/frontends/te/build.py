@@ -16,25 +16,28 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...analysis.overlap import check_memory_overlap
 from ...core.errors import AliasflowError
+from ...core.exchange import from_dlpack, from_numpy
+from ...core.view import TensorView
 from .evaluate import Domain, gather, int_value, op_values
 from .expr import Var, post_order_visit
 from .tensor import ComputeOp, Operation, PlaceholderOp, PrimFunc, Schedule, Tensor
 
 
-def as_ndarray(obj, what: str) -> np.ndarray:
-    """The one adapter from a caller's array to NumPy: an ndarray as is, anything else with
-    ``__dlpack__`` through ``np.from_dlpack`` (no copy; the memory stays the caller's)."""
+def as_view(obj, what: str, name: str) -> TensorView:
+    """The one adapter from a caller's array to aliasflow memory, without a copy: an ndarray
+    through ``af.from_numpy``, anything else exporting DLPack through ``af.from_dlpack``."""
     if isinstance(obj, np.ndarray):
-        return obj
+        return from_numpy(obj, name)
     if not hasattr(obj, "__dlpack__"):
         raise AliasflowError(f"{what}: expected an array exporting DLPack (NumPy, PyTorch, ...), "
                              f"got {type(obj).__name__}")
     try:
-        return np.from_dlpack(obj)
-    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        return from_dlpack(obj, name)
+    except AliasflowError as exc:
         raise AliasflowError(f"{what}: cannot be used through DLPack without a copy: "
-                             f"{exc}") from exc
+                             f"{exc}") from None
 
 
 def _tensors(what, items) -> list[Tensor]:
@@ -128,8 +131,9 @@ class BuiltFunction:
         if len(arrays) != len(self.args):
             raise AliasflowError(f"{self.name}: takes {len(self.args)} arrays "
                                  f"({', '.join(t.name for t in self.args)}), got {len(arrays)}")
-        arrs = [as_ndarray(a, f"{self.name}: argument {t.name!r}")
-                for a, t in zip(arrays, self.args)]
+        views = [as_view(a, f"{self.name}: argument {t.name!r}", t.name)
+                 for a, t in zip(arrays, self.args)]
+        arrs = [v.numpy() for v in views]
         for a, t in zip(arrs, self.args):
             if a.ndim != t.ndim or a.dtype != np.dtype(t.dtype):
                 raise AliasflowError(f"{self.name}: argument {t.name!r} needs a {t.ndim}-d "
@@ -140,10 +144,10 @@ class BuiltFunction:
         for k in outs:
             if not arrs[k].flags.writeable:
                 raise AliasflowError(f"{self.name}: output {self.args[k].name!r} is read-only")
-            for j, other in enumerate(arrs):
+            for j, other in enumerate(views):
                 # an output sharing memory with another argument would make the result depend
-                # on the order elements are computed in; exact check, refused
-                if j != k and np.shares_memory(arrs[k], other):
+                # on the order elements are computed in; aliasflow's exact check, refused
+                if j != k and check_memory_overlap(views[k], other):
                     raise AliasflowError(f"{self.name}: output {self.args[k].name!r} shares "
                                          f"memory with argument {self.args[j].name!r}")
         env = {k: np.asarray(v) for k, v in binds.items()}
