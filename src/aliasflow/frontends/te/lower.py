@@ -27,8 +27,8 @@ import numpy as np
 from ...core.errors import AliasflowError
 from ...core.operations import Operation as AfOperation
 from ...core.tensor import Tensor as AfTensor
-from ...core.view import TensorView, row_major_strides
-from .build import _tensors, topo_ops
+from ...core.view import TensorView
+from .build import _tensors, as_view, topo_ops
 from .evaluate import Domain, gather, int_value, load_guards, op_values
 from .expr import (Var, IntImm, Cast, Add, Sub, Mul, FloorDiv, FloorMod, Min, Max,
                    ProducerLoad, post_order_visit)
@@ -84,16 +84,16 @@ def affine_form(expr, domain: Domain, binds: dict) -> tuple[list[int], int]:
     return go(expr)
 
 
-def load_view(load: ProducerLoad, domain: Domain, tensor: AfTensor, binds: dict,
+def load_view(load: ProducerLoad, domain: Domain, base: TensorView, binds: dict,
               name: str) -> TensorView:
     """The exact view ``load`` reads over ``domain`` (element ``t`` of the view is the element
-    read at loop point ``mins + t``), bounds checked per dimension."""
+    read at loop point ``mins + t``), bounds checked per dimension. ``base`` is the producer's
+    memory: a view of the producer's shape (its strides compose with the load's)."""
     nd = len(domain.vars)
-    shape = tensor.shape
     forms = [affine_form(e, domain, binds) for e in load.indices]
     if 0 in domain.extents:  # nothing is read
-        return TensorView(name, tensor, 0, domain.shape, (0,) * nd)
-    for d, ((coef, c), size) in enumerate(zip(forms, shape)):
+        return TensorView(name, base.tensor, base.offset, domain.shape, (0,) * nd, base.dtype)
+    for d, ((coef, c), size) in enumerate(zip(forms, base.shape)):
         at_min = c + sum(a * lo for a, lo in zip(coef, domain.mins))
         span = [a * (ext - 1) for a, ext in zip(coef, domain.extents)]
         lo = at_min + sum(s for s in span if s < 0)
@@ -101,11 +101,11 @@ def load_view(load: ProducerLoad, domain: Domain, tensor: AfTensor, binds: dict,
         if lo < 0 or hi >= size:
             raise AliasflowError(f"load {load}: index {d} ranges over [{lo}, {hi}], outside "
                                  f"[0, {size}) of {load.producer.name!r}")
-    rows = row_major_strides(shape)
-    offset = sum(r * (c + sum(a * lo for a, lo in zip(coef, domain.mins)))
-                 for r, (coef, c) in zip(rows, forms))
-    stride = tuple(sum(r * coef[v] for r, (coef, _) in zip(rows, forms)) for v in range(nd))
-    return TensorView(name, tensor, offset, domain.shape, stride)
+    offset = base.offset + sum(r * (c + sum(a * lo for a, lo in zip(coef, domain.mins)))
+                               for r, (coef, c) in zip(base.stride, forms))
+    stride = tuple(sum(r * coef[v] for r, (coef, _) in zip(base.stride, forms))
+                   for v in range(nd))
+    return TensorView(name, base.tensor, offset, domain.shape, stride, base.dtype)
 
 
 class ComputeOperation(AfOperation):
@@ -141,12 +141,13 @@ class ComputeOperation(AfOperation):
 
 
 class LoweredProgram(list):
-    """The lowered ops in topological order (a list of aliasflow ops); ``tensors`` maps each
-    te tensor to its aliasflow tensor; ``non_affine`` lists the loads read whole, with why."""
+    """The lowered ops in topological order (a list of aliasflow ops); ``views`` maps each te
+    tensor to the aliasflow view holding it; ``non_affine`` lists the loads read whole, and
+    why."""
 
-    def __init__(self, ops, tensors, non_affine):
+    def __init__(self, ops, views, non_affine):
         super().__init__(ops)
-        self.tensors, self.non_affine = tensors, non_affine
+        self.views, self.non_affine = views, non_affine
 
 
 def _unique(name: str, used: set) -> str:
@@ -158,40 +159,59 @@ def _unique(name: str, used: set) -> str:
     return out
 
 
-def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False):
+def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False,
+          arrays=None):
     """The aliasflow program computing ``outputs``: one :class:`ComputeOperation` per te
-    compute op, in topological order, over aliasflow tensors for every placeholder and
-    compute output. ``binds`` gives symbolic sizes (``{var or name: int}``). A non-affine load
-    raises :class:`NonAffineIndexError` unless ``non_affine="whole"``, which reads the whole
-    producer (a recorded superset, listed in ``program.non_affine``). ``virtual=True`` makes
-    memoryless tensors (analysis only)."""
+    compute op, in topological order. Each te tensor lives in a fresh aliasflow tensor, or in
+    the caller's memory if ``arrays`` maps it to an array (NumPy or any DLPack exporter, no
+    copy; arrays may share memory, and the analysis then sees through it). ``binds`` gives
+    symbolic sizes (``{var or name: int}``); sizes not given are read from ``arrays``. A load
+    without an exact strided footprint raises :class:`NonAffineIndexError` unless
+    ``non_affine="whole"``, which reads the whole producer (a recorded superset, listed in
+    ``program.non_affine``). ``virtual=True`` makes memoryless tensors (analysis only)."""
     if non_affine not in ("error", "whole"):
         raise AliasflowError(f"lower: non_affine must be 'error' or 'whole', got {non_affine!r}")
     roots = _tensors("lower outputs", outputs)
     ops = topo_ops(roots)
     bound = _binds(ops, binds or {})
+    given = {}
+    for t, arr in (arrays or {}).items():
+        if not isinstance(t, Tensor) or t.op not in ops:
+            raise AliasflowError(f"lower: arrays key {t!r} is not a tensor of the graph")
+        given[t] = as_view(arr, f"lower: array for {t.name!r}", t.name)
+        for e, n in zip(t.shape, given[t].shape):
+            if isinstance(e, Var) and id(e) not in bound:
+                bound[id(e)] = n
     names: set[str] = set()
-    tensors: dict[Tensor, AfTensor] = {}
+    views: dict[Tensor, TensorView] = {}
     for op in ops:
         for t in op._outputs:
             shape = tuple(int_value(e, bound, f"shape of {t.name!r}") for e in t.shape)
+            if t in given:
+                v = given[t]
+                if v.shape != shape or v.dtype != np.dtype(t.dtype):
+                    raise AliasflowError(f"lower: array for {t.name!r} is {v.shape} {v.dtype}, "
+                                         f"the tensor is {shape} {t.dtype}")
+                views[t] = v
+                continue
             tname = _unique(t.name, names)
-            tensors[t] = AfTensor.virtual(tname, shape, t.dtype) if virtual \
+            tensor = AfTensor.virtual(tname, shape, t.dtype) if virtual \
                 else AfTensor(tname, shape, t.dtype)
+            views[t] = tensor.view(tname)
     program, skipped, opnames = [], [], set()
     for op in ops:
         if not isinstance(op, ComputeOp):
             continue
         domain = Domain(op, bound)
-        views, reads = _reads(op, domain, tensors, bound, non_affine, skipped)
+        reads_views, reads = _reads(op, domain, views, bound, non_affine, skipped)
         aop = ComputeOperation(_unique(op.name, opnames), op, domain, bound, reads)
-        aop.set_inputs(*views)
-        aop.set_outputs(*(tensors[t].view(tensors[t].name) for t in op._outputs))
+        aop.set_inputs(*reads_views)
+        aop.set_outputs(*(views[t] for t in op._outputs))
         program.append(aop)
-    return LoweredProgram(program, tensors, skipped)
+    return LoweredProgram(program, views, skipped)
 
 
-def _reads(op, domain, tensors, bound, non_affine, skipped):
+def _reads(op, domain, bases, bound, non_affine, skipped):
     """The views ``op`` reads (one per distinct window) and, per load, ``(position in those
     views, read whole?)``."""
     guarded = {k for e in op.body for k, g in load_guards(e).items() if g is not None}
@@ -200,20 +220,20 @@ def _reads(op, domain, tensors, bound, non_affine, skipped):
     def visit(n):
         if not isinstance(n, ProducerLoad) or id(n) in reads:
             return
-        t = tensors[n.producer]
+        base = bases[n.producer]
         try:
             if id(n) in guarded:
                 raise NonAffineIndexError(
                     "it is read only where a condition holds (if_then_else or where=), so "
                     "what it reads is not a strided view over the loop nest")
-            v, whole = load_view(n, domain, t, bound, str(n)), False
+            v, whole = load_view(n, domain, base, bound, str(n)), False
         except NonAffineIndexError as exc:
             if non_affine == "error":
                 raise NonAffineIndexError(f"op {op.name!r}: load {n} has no exact strided "
                                           f"footprint: {exc}") from None
             skipped.append(f"op {op.name!r}: load {n} read whole: {exc}")
-            v, whole = t.view(t.name), True
-        key = (v.tensor.name, v.offset, v.shape, v.stride)
+            v, whole = base, True
+        key = (id(v.tensor), v.offset, v.shape, v.stride, v.dtype)
         if key not in where:
             where[key] = len(views)
             views.append(v)
