@@ -474,8 +474,11 @@ def test_example_runs():
     lines = out.getvalue().splitlines()
     assert lines[0].endswith("fmm(x, y, z2) equals x.mm(y)")
     assert lines[1] == "C.op.input_tensors: ['A', 'B', 'E']"
-    assert lines[-2:] == ["  C -> D RAW on elements [1, 2, 3, 4, 5, 6, 7]",
-                          "  C -> D RAW on elements [0, 1, 2, 3, 4, 5, 6]"]
+    assert lines[-4:] == ["  C -> D RAW on elements [1, 2, 3, 4, 5, 6, 7]",
+                          "  C -> D RAW on elements [0, 1, 2, 3, 4, 5, 6]",
+                          "aliasing arrays: [('C', 'B', 'WAR')]",
+                          "C = [50.0, 40.0, 30.0, 20.0] buf = [0.0, 1.0, 2.0, 3.0, 1.0, 2.0, "
+                          "3.0, 4.0]"]
 
 
 def test_guarded_loads_padding_and_where():
