@@ -565,3 +565,10 @@ def test_lower_over_caller_memory_finds_the_hidden_dependency():
     X = te.placeholder((n,), name="X")
     Y = te.compute((n,), lambda i: X[i] + 1, name="Y")
     assert te.lower([Y], arrays={X: buf})[0].output_views[0].shape == (8,)
+    frozen = np.zeros(8, "float32")
+    frozen.flags.writeable = False
+    with pytest.raises(af.AliasflowError, match="read-only"):
+        te.lower([Y], arrays={X: buf, Y: frozen})[0].execute()
+    one = np.lib.stride_tricks.as_strided(np.zeros(1, "float32"), (8,), (0,))  # writable
+    with pytest.raises(af.AliasflowError, match="overlaps itself"):
+        te.lower([Y], arrays={X: buf, Y: one})[0].execute()

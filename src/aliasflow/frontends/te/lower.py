@@ -132,6 +132,9 @@ class ComputeOperation(AfOperation):
     def execute(self) -> None:
         # several outputs get several values, so the base class's one-value write is replaced
         for out in self.output_views:
+            if out.storage.readonly:
+                raise AliasflowError(f"op {self.name!r}: output view {out.name!r} is over "
+                                     f"read-only memory (storage {out.storage.name!r})")
             if out.has_internal_overlap():
                 raise AliasflowError(f"op {self.name!r}: output {out.name!r} overlaps itself")
         results = [np.array(r) for r in self.compute([v.numpy() for v in self.input_views])]
