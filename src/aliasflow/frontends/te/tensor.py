@@ -145,7 +145,12 @@ class Operation:
     name: str
     num_outputs = 1
     tag = ""
-    attrs: dict = {}
+
+    @property
+    def attrs(self) -> dict:
+        return dict(self._attrs)
+
+    _attrs: dict = {}  # never mutated: compute() gives each op its own
 
     def output(self, index: int) -> "Tensor":
         if not isinstance(index, int) or not 0 <= index < self.num_outputs:
@@ -311,7 +316,7 @@ def compute(shape, fcompute, name: str = "compute", tag: str = "", attrs=None,
             raise AliasflowError(f"{what}: a reduction must be the whole body of a "
                                  f"single-output compute (body {k} is {e})")
     op = ComputeOp(name, axis, body)
-    op.tag, op.attrs = tag, dict(attrs or {})
+    op.tag, op._attrs = tag, dict(attrs or {})
     outs = op._outputs
     return outs if many else outs[0]
 
