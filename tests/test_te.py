@@ -572,3 +572,15 @@ def test_lower_over_caller_memory_finds_the_hidden_dependency():
     one = np.lib.stride_tricks.as_strided(np.zeros(1, "float32"), (8,), (0,))  # writable
     with pytest.raises(af.AliasflowError, match="overlaps itself"):
         te.lower([Y], arrays={X: buf, Y: one})[0].execute()
+
+
+def test_virtual_lowering_of_a_huge_graph():
+    n = te.var("n")
+    X = te.placeholder((n, n), name="X")
+    k = te.reduce_axis((0, n), name="k")
+    Y = te.compute((n, n), lambda i, j: te.sum(X[i, k] * X[k, j], axis=k), name="Y")
+    Z = te.compute((n,), lambda i: Y[i, n - 1 - i], name="Z")     # the anti-diagonal
+    prog = te.lower([Z], binds={n: 10**6}, virtual=True)
+    (diag,) = prog[1].input_views
+    assert (diag.offset, diag.shape, diag.stride) == (10**6 - 1, (10**6,), (10**6 - 1,))
+    assert [(d.src, d.dst, d.kind) for d in af.analyze(prog).dependencies] == [("Y", "Z", "RAW")]
