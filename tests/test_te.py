@@ -89,6 +89,10 @@ def test_compute_refusals():
         te.compute((4, 4), lambda i: A[i, 0])
     with pytest.raises(af.AliasflowError, match="has 2 dims, indexed with 1"):
         te.compute((4,), lambda i: A[i])
+    with pytest.raises(af.AliasflowError, match="has 2 dims, indexed with 1"):
+        te.compute((4,), lambda i: A[i] + 1.0)
+    chained = te.compute((4, 4), lambda i, j: A[i][j], name="chained")
+    assert str(chained.op.body[0]) == "A[i, j]"
     with pytest.raises(af.AliasflowError, match="not an integer"):
         te.compute((4,), lambda i: A[i, A[i, 0]])
     with pytest.raises(af.AliasflowError, match="unknown dtype"):

@@ -9,8 +9,8 @@ from .expr import (PrimExpr, Var, IntImm, FloatImm, Cast, BinaryOpExpr, Add, Sub
 from .intrin import (Call, Select, exp, log, sqrt, tanh, sigmoid, abs, power, if_then_else,
                      select, all, any)
 from .tensor import (Range, IterVar, CommReducer, Reduce, Operation, PlaceholderOp, ComputeOp,
-                     Tensor, Schedule, var, placeholder, compute, reduce_axis, sum, max, min,
-                     create_schedule, convert, PrimFunc, create_prim_func)
+                     Tensor, TensorSlice, Schedule, var, placeholder, compute, reduce_axis, sum,
+                     max, min, create_schedule, convert, PrimFunc, create_prim_func)
 from .build import BuiltFunction, build, compile
 from .lower import NonAffineIndexError, ComputeOperation, LoweredProgram, affine_form, lower
 
@@ -18,8 +18,9 @@ __all__ = [
     "PrimExpr", "Var", "IntImm", "FloatImm", "Cast", "BinaryOpExpr", "Add", "Sub", "Mul", "Div",
     "FloorDiv", "FloorMod", "Min", "Max", "CmpOpExpr", "LT", "LE", "GT", "GE", "ProducerLoad",
     "const", "floordiv", "floormod", "post_order_visit", "Range", "IterVar", "CommReducer",
-    "Reduce", "Operation", "PlaceholderOp", "ComputeOp", "Tensor", "Schedule", "var",
-    "placeholder", "compute", "reduce_axis", "sum", "max", "min", "create_schedule", "convert", "BuiltFunction", "build",
+    "Reduce", "Operation", "PlaceholderOp", "ComputeOp", "Tensor", "TensorSlice", "Schedule",
+    "var", "placeholder", "compute", "reduce_axis", "sum", "max", "min", "create_schedule",
+    "convert", "BuiltFunction", "build",
     "NonAffineIndexError", "ComputeOperation", "LoweredProgram", "affine_form", "lower",
     "EQ", "NE", "And", "Or", "Call", "Select", "exp", "log", "sqrt", "tanh", "sigmoid", "abs",
     "power", "if_then_else", "select", "all", "any", "PrimFunc", "create_prim_func", "compile",

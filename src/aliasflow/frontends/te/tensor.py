@@ -231,8 +231,13 @@ class Tensor:
             idx.append(e)
         return ProducerLoad(self, idx)
 
-    def __getitem__(self, indices) -> ProducerLoad:
-        return self(*(indices if isinstance(indices, tuple) else (indices,)))
+    def __getitem__(self, indices):
+        """``A[i, j]`` is a load; ``A[i]`` of a 2-d tensor is a :class:`TensorSlice`, so
+        ``A[i][j]`` works as in TVM."""
+        indices = indices if isinstance(indices, tuple) else (indices,)
+        if len(indices) < self.ndim:
+            return TensorSlice(self, indices)
+        return self(*indices)
 
     def __eq__(self, other):
         return isinstance(other, Tensor) and other.op is self.op \
@@ -244,6 +249,27 @@ class Tensor:
     def __repr__(self):
         return f"Tensor(shape=({', '.join(map(str, self.shape))}{',' * (self.ndim == 1)}), " \
                f"op.name={self.op.name})"
+
+
+class TensorSlice:
+    """A tensor indexed in its leading dims only; index it further to get a load."""
+
+    def __init__(self, tensor: Tensor, indices: tuple):
+        self.tensor, self.indices = tensor, tuple(indices)
+
+    def __getitem__(self, more):
+        return self.tensor[self.indices + (more if isinstance(more, tuple) else (more,))]
+
+    def _as_expr(self):
+        raise AliasflowError(f"tensor {self.tensor.name!r} has {self.tensor.ndim} dims, indexed "
+                             f"with {len(self.indices)}: {self.indices!r}")
+
+
+# arithmetic on an incomplete slice reports the missing indices
+for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv", "mod", "rmod",
+            "truediv", "rtruediv", "neg", "lt", "le", "gt", "ge"):
+    setattr(TensorSlice, f"__{_op}__", lambda self, *o: self._as_expr())
+del _op
 
 
 def _shape(shape, what) -> tuple[PrimExpr, ...]:
