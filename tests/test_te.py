@@ -310,7 +310,7 @@ def interpret(expr, env, arrays):
         with np.errstate(all="ignore"):
             return {"Add": lambda: a + b, "Sub": lambda: a - b, "Mul": lambda: a * b,
                     "Div": lambda: a / b, "FloorDiv": lambda: a // b, "FloorMod": lambda: a % b,
-                    "Min": lambda: min(a, b), "Max": lambda: max(a, b),
+                    "Min": lambda: a if a < b else b, "Max": lambda: a if a > b else b,
                     "GT": lambda: a > b, "LT": lambda: a < b, "GE": lambda: a >= b,
                     "LE": lambda: a <= b, "EQ": lambda: a == b, "NE": lambda: a != b,
                     "And": lambda: bool(a and b), "Or": lambda: bool(a or b)}[name]()
@@ -336,7 +336,9 @@ def interpret_graph(computes, arrays):
                         if not interpret(body.condition, env, arrays):
                             continue
                         v = interpret(body.source[0], env, arrays)
-                        fn = {"sum": lambda x, y: x + y, "max": max, "min": min}
+                        fn = {"sum": lambda x, y: x + y,         # TVM's selects
+                              "max": lambda x, y: x if x > y else y,
+                              "min": lambda x, y: x if x < y else y}
                         acc = fn[body.combiner.name](np.array(acc, out.dtype)[()], v)
                     res[p] = acc
                 else:

@@ -270,3 +270,34 @@ def test_signatures_match_tvm():
         assert (str(A.dtype), B.op.tag, [iv.var.name for iv in B.op.axis]) == \
             ("float32", "t", ["r", "c"])
         assert [iv.var.name for iv in C.op.axis] == ["i", "i0"] and k.var.name == "kk"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_nan_semantics_of_max_and_min_match_tvm(seed):
+    """TVM's max/min are selects (``a > b ? a : b``), so where NaNs land decides the result;
+    aliasflow folds the same way, vectorised."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-2, 2, size=(3, 4, 5)).astype("float32")
+    a[rng.random(a.shape) < 0.2] = np.nan
+    a[rng.random(a.shape) < 0.1] = -np.inf
+    outs = []
+    for mod in (te, tte):
+        A = mod.placeholder((3, 4, 5), name="A")
+        k = mod.reduce_axis((0, 4), name="k")
+        r = mod.reduce_axis((1, 5), name="r")
+        M = mod.compute((3,), lambda i: mod.max(A[i, k, r], axis=[k, r]), name="M")
+        k2 = mod.reduce_axis((0, 5), name="k2")
+        N = mod.compute((3, 4), lambda i, j: mod.min(A[i, j, k2], axis=k2), name="N")
+        E = mod.compute((3, 4), lambda i, j: mod.max(A[i, j, 0], A[i, j, 1])
+                        - mod.min(A[i, j, 2], A[i, j, 3]), name="E")
+        args = [A, M, N, E]
+        arrays = [a.copy(), np.zeros(3, "float32"), np.zeros((3, 4), "float32"),
+                  np.zeros((3, 4), "float32")]
+        if mod is te:
+            te.build([M, N, E], args)(*arrays)
+        else:
+            arrays = _tvm_run(args, arrays)
+        outs.append(arrays[1:])
+    for got, want in zip(*outs):
+        np.testing.assert_array_equal(got, want)

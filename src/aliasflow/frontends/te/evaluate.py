@@ -20,8 +20,11 @@ from .expr import (PrimExpr, Var, IntImm, FloatImm, Cast, Add, Sub, Mul, Div, Fl
 from .intrin import Call, Select
 from .tensor import Reduce
 
+# TVM compiles max(a, b) to ``a > b ? a : b`` and min(a, b) to ``a < b ? a : b`` (so a NaN
+# operand gives b); NumPy's maximum/minimum would always give the NaN.
 _UFUNCS = {Add: np.add, Sub: np.subtract, Mul: np.multiply, Div: np.true_divide,
-           FloorDiv: np.floor_divide, FloorMod: np.mod, Min: np.minimum, Max: np.maximum,
+           FloorDiv: np.floor_divide, FloorMod: np.mod,
+           Min: lambda a, b: np.where(a < b, a, b), Max: lambda a, b: np.where(a > b, a, b),
            LT: np.less, LE: np.less_equal, GT: np.greater, GE: np.greater_equal,
            EQ: np.equal, NE: np.not_equal, And: np.logical_and, Or: np.logical_or}
 _CALLS = {"tirx.exp": np.exp, "tirx.log": np.log, "tirx.sqrt": np.sqrt, "tirx.tanh": np.tanh,
@@ -183,8 +186,33 @@ class Evaluator:
         axes = tuple(self.reduce_dims)
         if n.combiner.name == "sum":
             return np.sum(src, axis=axes, dtype=n.dtype)
-        fn = np.max if n.combiner.name == "max" else np.min
-        return fn(src, axis=axes, initial=np.asarray(identity, n.dtype))
+        valid = None if cond.ndim == 0 and bool(cond) else np.broadcast_to(cond, shape)
+        return _fold_extreme(n.combiner.name, src, valid, len(axes), identity, n.dtype)
+
+
+def _fold_extreme(name, src, valid, nred, identity, dtype):
+    """TVM's max/min reduction, ``acc = acc > v ? acc : v`` (``<`` for min) from ``identity``
+    over the reduce points in loop order (the trailing ``nred`` dims of ``src``), skipping
+    points where ``valid`` is false. Without NaNs that is the plain max/min; a NaN replaces
+    ``acc`` and the next point replaces the NaN, so the result is the extreme of the points
+    after the last NaN (no identity), or NaN if none follows it."""
+    fn = np.max if name == "max" else np.min
+    ident = np.asarray(identity, dtype)
+    out_shape = src.shape[:src.ndim - nred]
+    flat = src.reshape(out_shape + (-1,))
+    keep = np.ones(flat.shape, bool) if valid is None else valid.reshape(flat.shape)
+    nan = np.isnan(flat) & keep if np.dtype(dtype).kind == "f" else None
+    if nan is None or not nan.any():
+        return fn(np.where(keep, flat, ident), axis=-1, initial=ident)
+    r = flat.shape[-1]
+    last = r - 1 - np.argmax(nan[..., ::-1], axis=-1)        # the last NaN of each row
+    after = keep & (np.arange(r) > last[..., None])
+    beyond = np.asarray(-np.inf if name == "max" else np.inf, dtype)
+    tail = fn(np.where(after, flat, beyond), axis=-1, initial=beyond)
+    plain = fn(np.where(keep, flat, ident), axis=-1, initial=ident)
+    has_nan = nan.any(axis=-1)
+    return np.where(has_nan, np.where(after.any(axis=-1), tail, np.asarray(np.nan, dtype)),
+                    plain).astype(dtype, copy=False)
 
 
 def gather(name: str, array: np.ndarray, indices: list, mask=None) -> np.ndarray:
