@@ -336,10 +336,11 @@ def interpret_graph(computes, arrays):
                         if not interpret(body.condition, env, arrays):
                             continue
                         v = interpret(body.source[0], env, arrays)
-                        fn = {"sum": lambda x, y: x + y,         # TVM's selects
+                        fn = {"sum": lambda x, y: x + y,         # max/min: TVM's selects
                               "max": lambda x, y: x if x > y else y,
                               "min": lambda x, y: x if x < y else y}
-                        acc = fn[body.combiner.name](np.array(acc, out.dtype)[()], v)
+                        with np.errstate(all="ignore"):
+                            acc = fn[body.combiner.name](np.array(acc, out.dtype)[()], v)
                     res[p] = acc
                 else:
                     res[p] = interpret(body, env, arrays)
