@@ -184,8 +184,9 @@ class Evaluator:
         if not (cond.ndim == 0 and bool(cond)):
             src = np.where(np.broadcast_to(cond, shape), src, np.asarray(identity, n.dtype))
         axes = tuple(self.reduce_dims)
-        if n.combiner.name == "sum":
-            return np.sum(src, axis=axes, dtype=n.dtype)
+        if n.combiner.name == "sum":  # contiguous: the summation order (and so the rounding)
+            # then does not depend on how the inputs were laid out
+            return np.sum(np.ascontiguousarray(src), axis=axes, dtype=n.dtype)
         valid = None if cond.ndim == 0 and bool(cond) else np.broadcast_to(cond, shape)
         return _fold_extreme(n.combiner.name, src, valid, len(axes), identity, n.dtype)
 
