@@ -1,0 +1,499 @@
+"""Graph-building functions in ``tf.compat.v1``'s names: constants, placeholders, arithmetic,
+``matmul``, ``reduce_sum``, slicing (``StridedSlice``), ``identity`` and ``group``.
+
+Every function opens the name scope TensorFlow opens and converts Python values inside it
+under the argument names TensorFlow uses, so ``a + 1.0`` makes ``add/y`` then ``add``. Shapes
+are inferred as TensorFlow does (broadcasting with unknown dims); dtypes must match exactly
+(no promotion), and a mismatch is refused with an :class:`~aliasflow.AliasflowError`.
+"""
+from __future__ import annotations
+
+from itertools import zip_longest
+from math import prod
+
+import numpy as np
+
+from ...core.errors import AliasflowError
+from .dtypes import DType, TensorShape, as_dtype, float32, float64, int32, int64, string
+from .graph import Graph, Operation, Tensor, get_default_graph
+
+
+# ---- conversion -----------------------------------------------------------------------------
+def _graph_for(*values) -> Graph:
+    """The graph of the tensors among ``values`` (all must share it), else the default."""
+    found = None
+    for v in values:
+        if hasattr(v, "_as_graph_tensor"):
+            v = v._as_graph_tensor()
+        if isinstance(v, (Tensor, Operation)):
+            if found is not None and v.graph is not found:
+                raise AliasflowError(f"{v.name!r} is from a different graph than the other "
+                                     f"inputs")
+            found = v.graph
+    return found if found is not None else get_default_graph()
+
+
+def _infer_dtype(arr: np.ndarray, value) -> DType:
+    if isinstance(value, (np.ndarray, np.generic)):
+        return as_dtype(arr.dtype)
+    kind = arr.dtype.kind
+    if kind == "f":
+        return float32
+    if kind in "iu":
+        return int32 if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31) else int64
+    if kind == "b":
+        return as_dtype("bool")
+    if kind == "c":
+        return as_dtype("complex128")
+    if kind in "SU":
+        return string
+    raise AliasflowError(f"cannot convert {value!r} to a tensor")
+
+
+_CASTS = {"b": "b", "i": "iufc", "u": "iufc", "f": "fc", "c": "c"}
+
+
+def _to_numpy(value, dtype=None) -> tuple[np.ndarray, DType]:
+    """``value`` as an array and its TensorFlow dtype (TensorFlow's defaults: Python floats
+    are float32, ints int32 unless they need int64)."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise AliasflowError(f"cannot convert {value!r} to a tensor: {exc}") from None
+    if arr.dtype.kind == "O":
+        raise AliasflowError(f"cannot convert {value!r} to a tensor (ragged or not numbers)")
+    if dtype is None:
+        dt = _infer_dtype(arr, value)
+    else:
+        dt = as_dtype(dtype).base_dtype
+    if dt == string:
+        raise AliasflowError("string tensors are not supported in aliasflow.tf graph mode")
+    target = dt.numpy
+    if arr.dtype.kind not in "SU" and target.kind not in _CASTS.get(arr.dtype.kind, ""):
+        raise AliasflowError(f"cannot convert {value!r} (of {arr.dtype}) to {dt.name}")
+    if target.kind in "iu" and arr.dtype.kind in "iu" and arr.size:
+        info = np.iinfo(target)
+        if arr.min() < info.min or arr.max() > info.max:
+            raise AliasflowError(f"value {value!r} is out of range for {dt.name}")
+    try:
+        return arr.astype(target), dt
+    except (TypeError, ValueError) as exc:
+        raise AliasflowError(f"cannot convert {value!r} to {dt.name}: {exc}") from None
+
+
+def _constant(graph: Graph, value, dtype=None, shape=None, name="Const") -> Tensor:
+    arr, dt = _to_numpy(value, dtype)
+    if shape is not None:
+        shape = TensorShape(shape)
+        if not shape.is_fully_defined():
+            raise AliasflowError(f"constant {name!r}: shape {shape} must be fully defined")
+        size = prod(shape.dims)
+        if arr.size == size:
+            arr = arr.reshape(shape.dims)
+        elif 0 < arr.size < size:  # tf.compat.v1.constant repeats the last value
+            arr = np.concatenate([arr.ravel(), np.repeat(arr.ravel()[-1:], size - arr.size)])
+            arr = arr.reshape(shape.dims)
+        else:
+            raise AliasflowError(f"constant {name!r}: {arr.size} value(s) do not fit shape "
+                                 f"{shape}")
+    arr = np.array(arr, order="C")  # a private copy (ascontiguousarray would make 0-d 1-d)
+    arr.flags.writeable = False
+    op = graph._create_op("Const", [], [(dt, TensorShape(arr.shape))], name,
+                          {"value": arr, "dtype": dt})
+    return op.outputs[0]
+
+
+def _convert(graph: Graph, value, name: str, dtype=None, hint=None) -> Tensor:
+    """A tensor from ``value``: tensors pass (their dtype checked against ``dtype``),
+    variables give their value, anything else becomes a ``Const`` named ``name``."""
+    if hasattr(value, "_as_graph_tensor"):
+        value = value._value_tensor()
+    if isinstance(value, Tensor):
+        if value.graph is not graph:
+            raise AliasflowError(f"tensor {value.name!r} is from a different graph")
+        if dtype is not None and value.dtype.base_dtype != as_dtype(dtype).base_dtype:
+            raise AliasflowError(f"tensor {value.name!r} has dtype {value.dtype.base_dtype.name},"
+                                 f" expected {as_dtype(dtype).base_dtype.name}")
+        return value
+    if isinstance(value, Operation):
+        raise AliasflowError(f"operation {value.name!r} has no value to use as a tensor")
+    if dtype is None and hint is not None:
+        try:
+            return _constant(graph, value, hint, name=name)
+        except AliasflowError:
+            pass
+    return _constant(graph, value, dtype, name=name)
+
+
+def convert_to_tensor(value, dtype=None, name=None) -> Tensor:
+    """``tf.convert_to_tensor``: tensors pass through, variables give their value, Python
+    and NumPy values become a ``Const``."""
+    return _convert(_graph_for(value), value, name or "Const", dtype=dtype)
+
+
+def constant(value, dtype=None, shape=None, name="Const") -> Tensor:
+    """``tf.constant``: a ``Const`` op holding ``value`` (copied)."""
+    return _constant(get_default_graph(), value, dtype, shape, name)
+
+
+def placeholder(dtype, shape=None, name=None) -> Tensor:
+    """``tf.placeholder``: a value that must be fed to ``Session.run``."""
+    dt = as_dtype(dtype).base_dtype
+    if dt == string:
+        raise AliasflowError("string tensors are not supported in aliasflow.tf graph mode")
+    shape = TensorShape(shape)
+    op = get_default_graph()._create_op("Placeholder", [], [(dt, shape)], name,
+                                        {"dtype": dt, "shape": shape})
+    return op.outputs[0]
+
+
+# ---- shape inference ------------------------------------------------------------------------
+def _broadcast(op_name: str, a: TensorShape, b: TensorShape) -> TensorShape:
+    if a.dims is None or b.dims is None:
+        return TensorShape(None)
+    out = []
+    for x, y in zip_longest(reversed(a.dims), reversed(b.dims), fillvalue=1):
+        if x is None and y is None:
+            d = None
+        elif x is None:
+            d = None if y == 1 else y
+        elif y is None:
+            d = None if x == 1 else x
+        elif x == y or y == 1:
+            d = x
+        elif x == 1:
+            d = y
+        else:
+            raise AliasflowError(f"{op_name}: dimensions must be equal, but are {x} and {y} "
+                                 f"(input shapes {a} and {b})")
+        out.append(d)
+    return TensorShape(out[::-1])
+
+
+def _matmul_shape(op_name: str, a: TensorShape, b: TensorShape) -> TensorShape:
+    if a.dims is None or b.dims is None:
+        return TensorShape([None, None])
+    if len(a.dims) != 2 or len(b.dims) != 2:
+        raise AliasflowError(f"{op_name}: MatMul needs two matrices, got shapes {a} and {b}")
+    if a.dims[1] is not None and b.dims[0] is not None and a.dims[1] != b.dims[0]:
+        raise AliasflowError(f"{op_name}: inner dimensions differ: shapes {a} and {b}")
+    return TensorShape([a.dims[0], b.dims[1]])
+
+
+def _normalize_axes(op_name: str, axis, rank: int) -> list[int]:
+    axes = [axis] if np.ndim(axis) == 0 else list(np.asarray(axis).ravel())
+    out = []
+    for a in axes:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            raise AliasflowError(f"{op_name}: axis must be ints, got {axis!r}")
+        if not -rank <= a < rank:
+            raise AliasflowError(f"{op_name}: axis {int(a)} is out of range for rank {rank}")
+        out.append(int(a) % rank)
+    return out
+
+
+def _sum_shape(op_name: str, x: TensorShape, axis, keepdims: bool) -> TensorShape:
+    if x.dims is None:
+        return TensorShape(None)
+    axes = set(_normalize_axes(op_name, axis, len(x.dims)))
+    if keepdims:
+        return TensorShape([1 if k in axes else d for k, d in enumerate(x.dims)])
+    return TensorShape([d for k, d in enumerate(x.dims) if k not in axes])
+
+
+def _expand_index(op_name: str, index, rank: int) -> list:
+    """The index with ``...`` replaced by full slices (TensorFlow: missing dims are kept)."""
+    real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if real > rank:
+        raise AliasflowError(f"{op_name}: index {index!r} has {real} entries for rank {rank}")
+    out = []
+    for item in index:
+        if item is Ellipsis:
+            out.extend([slice(None)] * (rank - real))
+            real = rank
+        else:
+            out.append(item)
+    return out
+
+
+def _slice_shape(op_name: str, x: TensorShape, index) -> TensorShape:
+    if x.dims is None:
+        return TensorShape(None)
+    out, k = [], 0
+    for item in _expand_index(op_name, index, len(x.dims)):
+        if item is None:
+            out.append(1)
+            continue
+        d = x.dims[k]
+        k += 1
+        if isinstance(item, slice):
+            out.append(None if d is None else len(range(*item.indices(d))))
+        elif d is not None and not -d <= item < d:
+            raise AliasflowError(f"{op_name}: index {item} is out of bounds for dimension "
+                                 f"{k - 1} of size {d}")
+    return TensorShape(out + x.dims[k:])
+
+
+def output_shapes(op: Operation, in_shapes: list[TensorShape]) -> list[TensorShape]:
+    """The shapes of ``op``'s outputs for these input shapes (static or at run time)."""
+    t, attrs = op.type, op._attrs
+    if t in ("AddV2", "Sub", "Mul", "RealDiv"):
+        return [_broadcast(op.name, *in_shapes)]
+    if t == "MatMul":
+        return [_matmul_shape(op.name, *in_shapes)]
+    if t == "Sum":
+        return [_sum_shape(op.name, in_shapes[0], attrs["_axis"], attrs["keep_dims"])]
+    if t == "StridedSlice":
+        return [_slice_shape(op.name, in_shapes[0], attrs["_index"])]
+    if t in ("Neg", "Identity", "Cast", "Assign", "AssignAdd", "AssignSub",
+             "StridedSliceAssign"):
+        return [in_shapes[0]]
+    return [o.shape for o in op.outputs]
+
+
+def _make(graph: Graph, op_type: str, inputs: list[Tensor], dtype: DType, scope: str,
+          attrs: dict | None = None) -> Tensor:
+    """Create a one-output op after inferring its shape (a probe op carries the attrs)."""
+    attrs = attrs or {}
+    probe = Operation.__new__(Operation)
+    probe.name, probe.type, probe._attrs, probe.outputs = scope.rstrip("/"), op_type, attrs, []
+    shape = output_shapes(probe, [t.shape for t in inputs])[0]
+    return graph._create_op(op_type, inputs, [(dtype, shape)], scope, attrs).outputs[0]
+
+
+def _same_dtype(op_type: str, x: Tensor, y: Tensor, names=("x", "y")) -> DType:
+    dx, dy = x.dtype.base_dtype, y.dtype.base_dtype
+    if dx != dy:
+        raise AliasflowError(f"input {names[1]!r} of {op_type!r} op has type {dy.name} that "
+                             f"does not match type {dx.name} of argument {names[0]!r}")
+    return dx
+
+
+_NUMERIC = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+            "uint8", "uint16", "uint32", "uint64", "complex64", "complex128")
+
+
+def _elementwise(graph, op_type: str, x: Tensor, y: Tensor, scope: str) -> Tensor:
+    dt = _same_dtype(op_type, x, y)
+    if dt.name not in _NUMERIC:
+        raise AliasflowError(f"{op_type}: dtype {dt.name} is not supported")
+    return _make(graph, op_type, [x, y], dt, scope, {"T": dt})
+
+
+# TensorFlow's truediv: small ints divide in float32, 32/64-bit ints in float64
+_TRUEDIV = {"int8": float32, "uint8": float32, "int16": float32, "uint16": float32,
+            "int32": float64, "int64": float64}
+
+
+def _truediv(graph, x: Tensor, y: Tensor, scope: str) -> Tensor:
+    dt = _same_dtype("RealDiv", x, y)
+    if dt.name in ("uint32", "uint64"):
+        raise AliasflowError(f"truediv: dtype {dt.name} is not supported")
+    if dt.name in _TRUEDIV:
+        x, y = cast(x, _TRUEDIV[dt.name]), cast(y, _TRUEDIV[dt.name])
+    return _elementwise(graph, "RealDiv", x, y, scope)
+
+
+def _matmul(graph, a: Tensor, b: Tensor, scope: str) -> Tensor:
+    dt = _same_dtype("MatMul", a, b, ("a", "b"))
+    return _make(graph, "MatMul", [a, b], dt, scope,
+                 {"T": dt, "transpose_a": False, "transpose_b": False})
+
+
+# ---- public ops -----------------------------------------------------------------------------
+def _binary(op_type: str, default: str, x, y, name) -> Tensor:
+    g = _graph_for(x, y)
+    with g.as_default(), g.name_scope(name if name is not None else default) as scope:
+        x = _convert(g, x, "x")
+        y = _convert(g, y, "y", hint=x.dtype.base_dtype)
+        if op_type == "RealDiv":
+            return _truediv(g, x, y, scope)
+        return _elementwise(g, op_type, x, y, scope)
+
+
+def add(x, y, name=None) -> Tensor:
+    """``tf.add`` (op type ``AddV2``, default name ``Add``)."""
+    return _binary("AddV2", "Add", x, y, name)
+
+
+def subtract(x, y, name=None) -> Tensor:
+    """``tf.subtract`` (``Sub``)."""
+    return _binary("Sub", "Sub", x, y, name)
+
+
+def multiply(x, y, name=None) -> Tensor:
+    """``tf.multiply`` (``Mul``)."""
+    return _binary("Mul", "Mul", x, y, name)
+
+
+def truediv(x, y, name=None) -> Tensor:
+    """``tf.truediv``: ``RealDiv``, ints cast to float first as TensorFlow does."""
+    return _binary("RealDiv", "truediv", x, y, name)
+
+
+divide = truediv
+
+
+def matmul(a, b, name=None) -> Tensor:
+    """``tf.matmul`` of two matrices (``MatMul``; no transposes or batches)."""
+    g = _graph_for(a, b)
+    with g.as_default(), g.name_scope(name if name is not None else "MatMul") as scope:
+        a = _convert(g, a, "a")
+        b = _convert(g, b, "b", hint=a.dtype.base_dtype)
+        return _matmul(g, a, b, scope)
+
+
+def _binary_operator(op_name: str, tensor: Tensor, other, reverse: bool = False) -> Tensor:
+    """A Python operator: scope ``add``/``sub``/``mul``/``truediv``/``matmul``; the other
+    operand is converted as ``y`` (``b`` for matmul) or, reflected, as ``x``."""
+    g = _graph_for(tensor, other)
+    with g.as_default(), g.name_scope(op_name) as scope:
+        if reverse:
+            x, y = _convert(g, other, "x", dtype=tensor.dtype.base_dtype), tensor
+        else:
+            x = tensor
+            y = _convert(g, other, "b" if op_name == "matmul" else "y",
+                         hint=tensor.dtype.base_dtype)
+        if op_name == "matmul":
+            return _matmul(g, x, y, scope)
+        if op_name == "truediv":
+            return _truediv(g, x, y, scope)
+        return _elementwise(g, {"add": "AddV2", "sub": "Sub", "mul": "Mul"}[op_name], x, y,
+                            scope)
+
+
+def _unary(op_type: str, x, name) -> Tensor:
+    g = _graph_for(x)
+    with g.as_default(), g.name_scope(name if name is not None else op_type) as scope:
+        x = _convert(g, x, "x")
+        dt = x.dtype.base_dtype
+        return _make(g, op_type, [x], dt, scope, {"T": dt})
+
+
+def negative(x, name=None) -> Tensor:
+    """``tf.negative`` / ``-x`` (``Neg``)."""
+    return _unary("Neg", x, name)
+
+
+def identity(input, name=None) -> Tensor:  # noqa: A002 - TensorFlow's argument name
+    """``tf.identity``. At run time the output *is* the input's memory (TensorFlow forwards
+    the buffer): reading a variable through it sees writes made before the reader runs."""
+    return _unary("Identity", input, name)
+
+
+def cast(x, dtype, name=None) -> Tensor:
+    """``tf.cast`` (``Cast``; returns ``x`` itself when the dtype already matches)."""
+    g = _graph_for(x)
+    dt = as_dtype(dtype).base_dtype
+    if isinstance(x, Tensor) and x.dtype.base_dtype == dt:
+        return x
+    with g.as_default(), g.name_scope(name if name is not None else "Cast") as scope:
+        x = _convert(g, x, "x")
+        if x.dtype.base_dtype == dt:
+            return x
+        return _make(g, "Cast", [x], dt, scope, {"SrcT": x.dtype.base_dtype, "DstT": dt})
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None) -> Tensor:
+    """``tf.reduce_sum`` (``Sum``; axis None sums everything, through a root ``Const``)."""
+    if reduction_indices is not None:
+        if axis is not None:
+            raise AliasflowError("reduce_sum: give axis or reduction_indices, not both")
+        axis = reduction_indices
+    keepdims = bool(keepdims if keepdims is not None else keep_dims)
+    g = _graph_for(input_tensor)
+    with g.as_default():
+        x = _convert(g, input_tensor, "input") if hasattr(input_tensor, "_as_graph_tensor") \
+            or isinstance(input_tensor, Tensor) else None
+        if axis is None:
+            if x is None or x.shape.rank is None:
+                raise AliasflowError("reduce_sum: axis=None needs a tensor of known rank")
+            axis_value = list(range(x.shape.rank))
+            axis_t = _constant(g, np.arange(x.shape.rank, dtype=np.int32), name="Const")
+        else:
+            axis_value, axis_t = axis, None
+        with g.name_scope(name if name is not None else "Sum") as scope:
+            if x is None:
+                x = _convert(g, input_tensor, "input")
+            if axis_t is None:
+                if isinstance(axis, Tensor):
+                    raise AliasflowError("reduce_sum: axis must be Python ints here")
+                axis_t = _constant(g, axis, int32, name="reduction_indices")
+            dt = x.dtype.base_dtype
+            if dt.name not in _NUMERIC:
+                raise AliasflowError(f"reduce_sum: dtype {dt.name} is not supported")
+            return _make(g, "Sum", [x, axis_t], dt, scope,
+                         {"T": dt, "keep_dims": keepdims, "_axis": axis_value})
+
+
+def _slice_spec(index):
+    """TensorFlow's ``_slice_helper`` encoding: begin/end/strides and the five masks."""
+    items = index if isinstance(index, (tuple, list)) else (index,)
+    begin, end, strides = [], [], []
+    masks = dict(begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
+                 shrink_axis_mask=0)
+    for k, s in enumerate(items):
+        bit = 1 << k
+        if isinstance(s, slice):
+            for part in (s.start, s.stop, s.step):
+                if part is not None and (isinstance(part, (bool, np.bool_))
+                                         or not isinstance(part, (int, np.integer))):
+                    raise AliasflowError(f"slice {s!r}: bounds must be Python ints here")
+            if s.step == 0:
+                raise AliasflowError("slice step cannot be zero")
+            begin.append(0 if s.start is None else int(s.start))
+            masks["begin_mask"] |= bit if s.start is None else 0
+            end.append(0 if s.stop is None else int(s.stop))
+            masks["end_mask"] |= bit if s.stop is None else 0
+            strides.append(1 if s.step is None else int(s.step))
+        elif s is Ellipsis or s is None:
+            begin.append(0), end.append(0), strides.append(1)
+            masks["ellipsis_mask" if s is Ellipsis else "new_axis_mask"] |= bit
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)):
+            begin.append(int(s)), end.append(int(s) + 1), strides.append(1)
+            masks["shrink_axis_mask"] |= bit
+        else:
+            raise AliasflowError(f"unsupported index {s!r} (ints, slices, ... and None only)")
+    if sum(s is Ellipsis for s in items) > 1:
+        raise AliasflowError("an index can have only one '...'")
+    py_index = tuple(slice(s.start, s.stop, s.step) if isinstance(s, slice)
+                     else (s if s is None or s is Ellipsis else int(s)) for s in items)
+    return py_index, begin, end, strides, masks
+
+
+def _slice(tensor, index, var=None) -> Tensor:
+    """``tensor[index]``: the ``strided_slice`` scope with ``stack`` constants, then the op.
+
+    A slice of a variable gets an ``assign(value, name=None)`` method (``StridedSliceAssign``).
+    """
+    py_index, begin, end, strides, masks = _slice_spec(index)
+    g = _graph_for(tensor)
+    with g.as_default(), g.name_scope("strided_slice") as scope:
+        x = _convert(g, tensor, "input")
+        if x.shape.rank is not None:
+            _expand_index(scope[:-1], py_index, x.shape.rank)
+        stacks = [_constant(g, np.asarray(v, dtype=np.int32), name="stack")
+                  for v in (begin, end, strides)]
+        dt = x.dtype.base_dtype
+        out = _make(g, "StridedSlice", [x, *stacks], dt, scope,
+                    {"T": dt, "Index": int32, **masks, "_index": py_index})
+    if var is not None:
+        def assign(value, name=None):
+            return var._strided_slice_assign(py_index, stacks, masks, value,
+                                             name if name is not None else scope + "_assign")
+        out.assign = assign
+    return out
+
+
+def no_op(name=None) -> Operation:
+    """``tf.no_op`` (``NoOp``)."""
+    return get_default_graph()._create_op("NoOp", [], [], name)
+
+
+def group(*inputs, name=None) -> Operation:
+    """``tf.group``: a ``NoOp`` (default name ``group_deps``) with the inputs as control
+    inputs."""
+    g = _graph_for(*inputs)
+    with g.as_default(), g.control_dependencies(list(inputs)):
+        return g._create_op("NoOp", [], [], name if name is not None else "group_deps")
