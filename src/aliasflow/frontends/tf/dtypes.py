@@ -112,6 +112,8 @@ def as_dtype(value) -> DType:
     """A :class:`DType` from a DType, a name (``"float32"``), a DataType enum or a NumPy dtype."""
     if isinstance(value, DType):
         return value
+    if hasattr(value, "as_datatype_enum") and isinstance(value.as_datatype_enum, int):
+        return as_dtype(value.as_datatype_enum)  # e.g. TensorFlow's own DType
     if isinstance(value, str):
         if value in _BY_NAME:
             return _BY_NAME[value]

@@ -51,9 +51,12 @@ class Tensor:
         from .session import _session_for
         return _session_for(session, self.graph).run(self, feed_dict)
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         shape = "" if self._shape.dims is None else f", shape={self._shape}"
         return f'Tensor("{self.name}"{shape}, dtype={self.dtype.name})'
+
+    def __repr__(self) -> str:
+        return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self.dtype.name}>"
 
     def __hash__(self) -> int:
         return id(self)
@@ -172,8 +175,12 @@ class Graph:
     >>> g = tf.Graph()
     >>> with g.as_default():
     ...     a = tf.constant(3.0); b = tf.constant(4.0); total = a + b
-    >>> a, b, total
-    (Tensor("Const:0", shape=(), dtype=float32), Tensor("Const_1:0", shape=(), dtype=float32), Tensor("add:0", shape=(), dtype=float32))
+    >>> print(a, b, total, sep="\n")
+    Tensor("Const:0", shape=(), dtype=float32)
+    Tensor("Const_1:0", shape=(), dtype=float32)
+    Tensor("add:0", shape=(), dtype=float32)
+    >>> total
+    <tf.Tensor 'add:0' shape=() dtype=float32>
     >>> [op.type for op in g.get_operations()]
     ['Const', 'Const', 'AddV2']
     """

@@ -180,6 +180,17 @@ def _matmul_shape(op_name: str, a: TensorShape, b: TensorShape) -> TensorShape:
     return TensorShape([a.dims[0], b.dims[1]])
 
 
+def _batch_matmul_shape(op_name: str, a: TensorShape, b: TensorShape) -> TensorShape:
+    if a.dims is None or b.dims is None:
+        return TensorShape(None)
+    if len(a.dims) < 2 or len(b.dims) < 2:
+        raise AliasflowError(f"{op_name}: BatchMatMulV2 needs inputs of rank >= 2, got shapes "
+                             f"{a} and {b}")
+    batch = _broadcast(op_name, TensorShape(a.dims[:-2]), TensorShape(b.dims[:-2]))
+    inner = _matmul_shape(op_name, TensorShape(a.dims[-2:]), TensorShape(b.dims[-2:]))
+    return TensorShape(batch.dims + inner.dims)
+
+
 def _normalize_axes(op_name: str, axis, rank: int) -> list[int]:
     axes = [axis] if np.ndim(axis) == 0 else list(np.asarray(axis).ravel())
     out = []
@@ -241,6 +252,8 @@ def output_shapes(op: Operation, in_shapes: list[TensorShape]) -> list[TensorSha
         return [_broadcast(op.name, *in_shapes)]
     if t == "MatMul":
         return [_matmul_shape(op.name, *in_shapes)]
+    if t == "BatchMatMulV2":
+        return [_batch_matmul_shape(op.name, *in_shapes)]
     if t == "Sum":
         return [_sum_shape(op.name, in_shapes[0], attrs["_axis"], attrs["keep_dims"])]
     if t == "StridedSlice":
@@ -295,7 +308,12 @@ def _truediv(graph, x: Tensor, y: Tensor, scope: str) -> Tensor:
 
 
 def _matmul(graph, a: Tensor, b: Tensor, scope: str) -> Tensor:
+    """``MatMul`` for matrices; TensorFlow switches to ``BatchMatMulV2`` when a rank is
+    unknown or above 2."""
     dt = _same_dtype("MatMul", a, b, ("a", "b"))
+    if a.shape.rank is None or b.shape.rank is None or a.shape.rank > 2 or b.shape.rank > 2:
+        return _make(graph, "BatchMatMulV2", [a, b], dt, scope,
+                     {"T": dt, "adj_x": False, "adj_y": False})
     return _make(graph, "MatMul", [a, b], dt, scope,
                  {"T": dt, "transpose_a": False, "transpose_b": False})
 
@@ -410,7 +428,17 @@ def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
             if x is None or x.shape.rank is None:
                 raise AliasflowError("reduce_sum: axis=None needs a tensor of known rank")
             axis_value = list(range(x.shape.rank))
-            axis_t = _constant(g, np.arange(x.shape.rank, dtype=np.int32), name="Const")
+            if x.shape.rank:
+                axis_t = _constant(g, np.arange(x.shape.rank, dtype=np.int32), name="Const")
+            else:  # TensorFlow: range(0, rank(x)), the rank folded to a Const named Rank
+                with g.name_scope("Rank") as rank_scope:
+                    rank = _constant(g, np.int32(0), name=rank_scope)
+                with g.name_scope("range") as range_scope:
+                    start = _constant(g, np.int32(0), name="start")
+                    delta = _constant(g, np.int32(1), name="delta")
+                    axis_t = g._create_op("Range", [start, rank, delta],
+                                          [(int32, TensorShape([0]))], range_scope,
+                                          {"Tidx": int32}).outputs[0]
         else:
             axis_value, axis_t = axis, None
         with g.name_scope(name if name is not None else "Sum") as scope:

@@ -15,7 +15,7 @@ last value when fewer values than elements are stored, as TensorFlow does.
 >>> from aliasflow import tf
 >>> p = tf.make_tensor_proto([1.0, 2.0])
 >>> p.SerializeToString().hex()
-'080112040a02080222080000803f00000040'
+'080112041202080222080000803f00000040'
 >>> tf.make_ndarray(p.SerializeToString())
 array([1., 2.], dtype=float32)
 """

@@ -39,13 +39,40 @@ _UPDATES = ("Assign", "AssignAdd", "AssignSub", "StridedSliceAssign")
 _ALIASES = ("Identity", "VariableV2") + _UPDATES  # outputs that are their input's memory
 
 
+def _identity_slice(op: Operation, shape) -> bool:
+    """A ``StridedSlice`` taking every element in order (``v[:]``, ``v[None]``, ``u[0]`` of a
+    size-1 dim): TensorFlow then forwards the input buffer instead of copying (measured on
+    TensorFlow 2.21: ``v[0:8]`` of 8 elements aliases the variable, ``v[0:4]`` copies)."""
+    if op.type != "StridedSlice" or shape is None or None in shape:
+        return False
+    from .ops import _expand_index
+    k = 0
+    for item in _expand_index(op.name, op._attrs["_index"], len(shape)):
+        if item is None:
+            continue
+        d = shape[k]
+        k += 1
+        if isinstance(item, slice):
+            if item.indices(d) != (0, d, 1) and d:
+                return False
+        elif d != 1:
+            return False
+    return True
+
+
+def _forwards(op: Operation) -> bool:
+    """Whether ``op``'s output is its first input's memory (statically known shapes)."""
+    return op.type in _ALIASES or _identity_slice(op, op.inputs[0].shape.dims if op.inputs
+                                                  else None)
+
+
 def _variable_of(t: Tensor, fed: dict):
     """The ``VariableV2`` op whose memory tensor ``t`` is, or None (fresh or fed memory)."""
     while t not in fed:
         op = t.op
         if op.type == "VariableV2":
             return op
-        if op.type not in _ALIASES:
+        if not _forwards(op):
             return None
         t = op.inputs[0]
     return None
@@ -72,11 +99,14 @@ def _accessed(op: Operation, view_of, var_view):
     if t == "Const":
         value = op._attrs["value"]
         return [], [view_of(op.outputs[0])], lambda vals: [value]
-    if t in ("AddV2", "Sub", "Mul", "RealDiv", "MatMul"):
+    if t in ("AddV2", "Sub", "Mul", "RealDiv", "MatMul", "BatchMatMulV2"):
         fn = {"AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply,
-              "RealDiv": np.true_divide, "MatMul": np.matmul}[t]
+              "RealDiv": np.true_divide, "MatMul": np.matmul, "BatchMatMulV2": np.matmul}[t]
         return [view_of(ins[0]), view_of(ins[1])], [view_of(op.outputs[0])], \
             lambda vals: [fn(vals[0], vals[1])]
+    if t == "Range":
+        return [view_of(i) for i in ins], [view_of(op.outputs[0])], \
+            lambda vals: [np.arange(vals[0], vals[1], vals[2], dtype=np.int32)]
     if t == "Neg":
         return [view_of(ins[0])], [view_of(op.outputs[0])], lambda vals: [np.negative(vals[0])]
     if t == "Cast":
@@ -95,6 +125,8 @@ def _accessed(op: Operation, view_of, var_view):
             return [np.sum(vals[0], axis=axes, keepdims=keep, dtype=acc).astype(dt)]
         return [view_of(x)], [view_of(op.outputs[0])], total
     if t == "StridedSlice":
+        if _identity_slice(op, view_of(ins[0]).shape):
+            return [], [], None  # forwarded memory: nothing is read now
         window = view_of(ins[0])[op._attrs["_index"]]
         return [window], [view_of(op.outputs[0])], lambda vals: [vals[0]]
     if t == "Assign":
@@ -322,6 +354,8 @@ class Session:
                     views[out] = self._variable_memory(op).view()
                 elif op.type in _ALIASES:
                     views[out] = views[op.inputs[0]]
+                elif op.type == "StridedSlice" and _identity_slice(op, views[op.inputs[0]].shape):
+                    views[out] = views[op.inputs[0]][op._attrs["_index"]]
                 elif op.type == "Const":
                     value = op._attrs["value"]
                     views[out] = AfTensor(out.name, value.shape, value.dtype).view()
@@ -348,7 +382,9 @@ def _read_tensors(op: Operation) -> list[Tensor]:
     """Inputs whose memory ``op`` reads when it runs (not those it only forwards or writes)."""
     if op.type in ("Identity", "VariableV2", "NoOp", "Const", "Placeholder"):
         return []
-    if op.type in ("Sum", "StridedSlice"):
+    if op.type == "StridedSlice":
+        return [] if _forwards(op) else op.inputs[:1]
+    if op.type == "Sum":
         return op.inputs[:1]
     if op.type in ("Assign", "StridedSliceAssign"):
         return op.inputs[-1:]
@@ -457,8 +493,7 @@ def races(graph: Graph | None = None, fetches=None, feed_dict=None) -> list:
             memory[var._id] = AfTensor.virtual(var.name, var._attrs["shape"].as_tuple(),
                                                var._attrs["dtype"].numpy)
         view = memory[var._id].view()
-        if op.type in ("StridedSlice", "StridedSliceAssign") and (
-                t is op.inputs[0]):
+        if op.type in ("StridedSlice", "StridedSliceAssign") and t is op.inputs[0]:
             view = view[op._attrs["_index"]]
         return view
 
