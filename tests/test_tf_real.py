@@ -218,3 +218,33 @@ def test_unpacked_repeated_fields_from_protobuf_are_read():
     unpacked = bytes([0x08, 0x03, 0x12, 0x04, 0x12, 0x02, 0x08, 0x02, 0x38, 0x05, 0x38, 0x7f])
     assert list(af_tf.make_ndarray(unpacked)) == [5, 127]
     assert list(real.make_ndarray(tensor_pb2.TensorProto.FromString(unpacked))) == [5, 127]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["const", "add", "identity", "scope"]),
+                          st.one_of(st.none(), st.sampled_from(
+                              ["add", "add_1", "add_2", "Add", "ADD_1", "Const", "const_1",
+                               "a", "a_1", "a_1_1", "x.y", "s", "s/t", "Identity"]))),
+                max_size=25))
+def test_unique_names_like_tensorflow(calls):
+    def names(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.constant(1.0)
+            for kind, name in calls:
+                if kind == "const":
+                    tf.constant(2.0, name=name)
+                elif kind == "add":
+                    if name is None:
+                        x + x
+                    else:
+                        tf.add(x, 1.0, name=name)
+                elif kind == "identity":
+                    tf.identity(x, name=name)
+                else:
+                    with tf.name_scope(name or "scope"):
+                        tf.constant(3.0, name=name)
+                        x + 1.0
+        return [op.name for op in g.get_operations()]
+
+    assert names(af_tf) == names(real)

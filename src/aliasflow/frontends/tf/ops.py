@@ -508,6 +508,7 @@ def _slice(tensor, index, var=None) -> Tensor:
                     {"T": dt, "Index": int32, **masks, "_index": py_index})
     if var is not None:
         def assign(value, name=None):
+            out.op._attrs["_assign_base"] = True  # see races(): unused, it is not a read
             return var._strided_slice_assign(py_index, stacks, masks, value,
                                              name if name is not None else scope + "_assign")
         out.assign = assign

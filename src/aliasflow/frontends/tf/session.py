@@ -456,7 +456,8 @@ def races(graph: Graph | None = None, fetches=None, feed_dict=None) -> list:
     fetches : optional
         Consider only the ops a ``Session.run(fetches, feed_dict)`` would run. Without it, every
         op except the variables' initializers (which normally run in a ``Session.run`` of their
-        own).
+        own) and the unused ``StridedSlice`` that ``v[1:3].assign(x)`` makes on the way (it is
+        only read if fetched; pass ``fetches`` to include it).
 
     >>> from aliasflow import tf
     >>> g = tf.Graph()
@@ -474,8 +475,12 @@ def races(graph: Graph | None = None, fetches=None, feed_dict=None) -> list:
     if not isinstance(graph, Graph):
         raise AliasflowError(f"races: expected an aliasflow.tf.Graph, got {graph!r}")
     if fetches is None:
-        initializers = {v.initializer._id for v in graph._variables}
-        ops = [op for op in graph._ops if op._id not in initializers]
+        skip = {v.initializer._id for v in graph._variables}
+        used = {t.op._id for op in graph._ops for t in op.inputs} | {
+            c._id for op in graph._ops for c in op.control_inputs}
+        skip |= {op._id for op in graph._ops
+                 if op._attrs.get("_assign_base") and op._id not in used}
+        ops = [op for op in graph._ops if op._id not in skip]
         fed: dict = {}
     else:
         session = Session(graph=graph)
