@@ -2,6 +2,8 @@
 the same programs built in both give the same graphs (op names, types, inputs, control inputs,
 tensor names, shapes, dtypes, reprs) and the same ``Session.run`` values and types; TensorProto
 bytes go both ways. Skipped where TensorFlow is not installed."""
+import os
+
 import numpy as np
 import pytest
 
@@ -49,7 +51,8 @@ def test_seed_example_matches_tensorflow():
     assert ours[1] == 7.0
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=int(os.environ.get("AF_TF_EXAMPLES", 150)), deadline=None,
+          suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_random_programs_match_tensorflow(program):
     steps, picks = program

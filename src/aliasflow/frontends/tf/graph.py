@@ -175,7 +175,7 @@ class Graph:
     >>> g = tf.Graph()
     >>> with g.as_default():
     ...     a = tf.constant(3.0); b = tf.constant(4.0); total = a + b
-    >>> print(a, b, total, sep="\n")
+    >>> for t in (a, b, total): print(t)
     Tensor("Const:0", shape=(), dtype=float32)
     Tensor("Const_1:0", shape=(), dtype=float32)
     Tensor("add:0", shape=(), dtype=float32)

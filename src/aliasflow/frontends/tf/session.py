@@ -88,7 +88,10 @@ def _needed_ops(graph: Graph, targets: list, fed: dict) -> list[Operation]:
             continue
         seen[op._id] = op
         todo.extend(i.op for i in op.inputs if i not in fed)
-        todo.extend(op.control_inputs)
+        # an op whose outputs are all fed is replaced by the feeds (TensorFlow does the same):
+        # control edges from it are satisfied without running it; fetched as a target it runs
+        todo.extend(c for c in op.control_inputs
+                    if not (c.outputs and all(t in fed for t in c.outputs)))
     return [seen[k] for k in sorted(seen)]
 
 
@@ -316,7 +319,7 @@ class Session:
                 var = _variable_of(op.inputs[0], fed)
                 after = (lambda i: lambda: self._initialized.add(i))(var._id)
             preds = {position[i.op._id] for i in op.inputs if i not in fed}
-            preds |= {position[c._id] for c in op.control_inputs}
+            preds |= {position[c._id] for c in op.control_inputs if c._id in position}
             kernels.append(_Kernel(op.name, reads, writes, fn, [token[p] for p in sorted(preds)],
                                    token[k], checks, after))
         graph = analyze(kernels)
