@@ -242,3 +242,28 @@ def test_races_doc_example_and_fix():
     raw = next(r for r in found if r.kind == "RAW")
     assert raw.dst_view == "Variable[2:4]" and raw.elements == [2, 3]
     assert tf.races(g, fetches=[tail, head]) == []  # a run without the AssignAdd
+
+
+def test_default_graph_session_and_symbolic_tensors():
+    tf.reset_default_graph()
+    a = tf.constant(2, name="two")
+    assert a.graph is tf.get_default_graph() and a.name == "two:0"
+    g = tf.Graph()
+    with g.as_default():
+        assert tf.get_default_graph() is g
+        with pytest.raises(af.AliasflowError, match="reset_default_graph"):
+            tf.reset_default_graph()
+        b = tf.constant([1, 2]) / tf.constant([2, 2])    # ints divide as float64, as in TF
+    assert [op.type for op in g.get_operations()] == ["Const", "Const", "Cast", "Cast", "RealDiv"]
+    assert b.dtype == tf.float64 and tf.compat.v1.Graph is tf.Graph
+    with tf.Session(graph=g):
+        np.testing.assert_array_equal(b.eval(), [0.5, 1.0])
+        assert b.op.run() is None
+    with pytest.raises(af.AliasflowError, match="no default session"):
+        b.eval()
+    with pytest.raises(af.AliasflowError, match="Python bool"):
+        bool(a)
+    with pytest.raises(af.AliasflowError, match="cannot be iterated"):
+        list(a)
+    tf.reset_default_graph()
+    assert tf.get_default_graph().get_operations() == []

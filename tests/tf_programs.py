@@ -93,12 +93,10 @@ def programs(draw, max_steps: int = 14):
             partners = [j for j in tensors if made[j][1] == made[i][1]
                         and _broadcasts(made[i][2], made[j][2])]
             j = draw(st.sampled_from(partners))
-            ops = ["+", "-", "*", "add", "subtract", "multiply"]
-            if made[i][1] != "int32":
-                ops += ["/"]
-            op = draw(st.sampled_from(ops))
+            op = draw(st.sampled_from(["+", "-", "*", "add", "subtract", "multiply", "/"]))
             steps.append(("binop", op, i, j, _name(draw)))
-            made.append(("tensor", made[i][1], np.broadcast_shapes(made[i][2], made[j][2]),
+            out = "float64" if op == "/" and made[i][1] == "int32" else made[i][1]  # truediv
+            made.append(("tensor", out, np.broadcast_shapes(made[i][2], made[j][2]),
                          made[i][3] and made[j][3]))
         elif what == "scalar":
             i = draw(st.sampled_from(tensors))

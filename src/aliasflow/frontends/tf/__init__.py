@@ -9,6 +9,9 @@ variable accesses the graph leaves unordered. ``make_tensor_proto``/``make_ndarr
 TensorFlow's ``TensorProto`` wire format (:mod:`.proto`). ``tf.Tensor`` here is the graph-mode
 symbolic tensor; the seed-002 C++ tensor is ``tf.memory.Tensor``.
 """
+import sys as _sys
+import types as _types
+
 from . import memory
 from .memory import *  # noqa: F401,F403
 from .memory import __all__ as _memory_all
@@ -28,6 +31,19 @@ from .proto import TensorProto, make_tensor_proto, make_ndarray
 
 newaxis = None
 
+
+def disable_v2_behavior() -> None:
+    """No-op: aliasflow.tf always behaves as ``tf.compat.v1`` after ``disable_v2_behavior()``."""
+
+
+def disable_eager_execution() -> None:
+    """No-op: aliasflow.tf is always in graph mode. Unlike TensorFlow after this call alone,
+    ``tf.Variable`` stays a reference variable (``VariableV2``); resource variables
+    (``VarHandleOp``) are not modelled."""
+
+
+compat = _types.SimpleNamespace(v1=_sys.modules[__name__])  # so tf.compat.v1.X works too
+
 _graph_all = [
     "DType", "TensorShape", "as_dtype", "float16", "half", "bfloat16", "float32", "float64",
     "double", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -37,6 +53,7 @@ _graph_all = [
     "multiply", "truediv", "divide", "matmul", "negative", "identity", "cast", "reduce_sum",
     "no_op", "group", "Variable", "global_variables", "variables_initializer",
     "global_variables_initializer", "Session", "get_default_session", "races",
-    "TensorProto", "make_tensor_proto", "make_ndarray", "newaxis",
+    "TensorProto", "make_tensor_proto", "make_ndarray", "newaxis", "disable_v2_behavior",
+    "disable_eager_execution", "compat",
 ]
 __all__ = ["memory", *[n for n in _memory_all if n not in _graph_all], *_graph_all]
