@@ -251,3 +251,46 @@ def test_unique_names_like_tensorflow(calls):
         return [op.name for op in g.get_operations()]
 
     assert names(af_tf) == names(real)
+
+
+FORWARDING = {  # what a fetch shows when a later (ordered) assign zeroes the variable
+    "sum over a size-1 axis": lambda tf, v, w: tf.reduce_sum(v, axis=0),
+    "sum over no axes": lambda tf, v, w: tf.reduce_sum(w, axis=[]),
+    "sum keepdims size-1": lambda tf, v, w: tf.reduce_sum(v, axis=0, keepdims=True),
+    "sum over a real axis": lambda tf, v, w: tf.reduce_sum(v, axis=1),
+    "identity": lambda tf, v, w: tf.identity(w),
+    "read_value": lambda tf, v, w: w.read_value(),
+    "negative": lambda tf, v, w: -w,
+    "times one": lambda tf, v, w: w * 1.0,
+    "full slice": lambda tf, v, w: w[:],
+    "full slice with new axis": lambda tf, v, w: w[:, None],
+    "size-1 dim index": lambda tf, v, w: v[0],
+    "partial slice from 0": lambda tf, v, w: w[0:2],
+    "partial slice": lambda tf, v, w: w[1:3],
+    "matmul": lambda tf, v, w: tf.matmul(v, tf.constant([[1.0], [1.0]])),
+    "slice of identity": lambda tf, v, w: tf.identity(w)[:],
+}
+
+
+@pytest.mark.parametrize("case", sorted(FORWARDING))
+def test_forwarded_buffers_like_tensorflow(case):
+    """TensorFlow forwards buffers through Identity, full slices and trivial sums: a fetched
+    result shows an assign ordered after it; real computations are copies."""
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable(np.array([[1.0, 2.0]], np.float32), name="v")
+            w = tf.Variable(np.array([1.0, 2.0, 3.0], np.float32), name="w")
+            x = FORWARDING[case](tf, v, w)
+            with tf.control_dependencies([x]):
+                zero_v = v.assign(np.zeros((1, 2), np.float32))
+                zero_w = w.assign(np.zeros(3, np.float32))
+            init = tf.global_variables_initializer()
+        with tf.Session(graph=g) as sess:
+            sess.run(init)
+            return sess.run([x, zero_v, zero_w]), g, [x, zero_v, zero_w]
+
+    (ours, g, f), (theirs, _, _) = run(af_tf), run(real)
+    assert af_tf.races(g, f) == []
+    for a, b in zip(ours, theirs):
+        _same_value(a, b, False)

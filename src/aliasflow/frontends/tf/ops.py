@@ -69,7 +69,8 @@ def _to_numpy(value, dtype=None) -> tuple[np.ndarray, DType]:
     if dt == string:
         raise AliasflowError("string tensors are not supported in aliasflow.tf graph mode")
     target = dt.numpy
-    if arr.dtype.kind not in "SU" and target.kind not in _CASTS.get(arr.dtype.kind, ""):
+    if arr.size and arr.dtype.kind not in "SU" and \
+            target.kind not in _CASTS.get(arr.dtype.kind, ""):
         raise AliasflowError(f"cannot convert {value!r} (of {arr.dtype}) to {dt.name}")
     if target.kind in "iu" and arr.dtype.kind in "iu" and arr.size:
         info = np.iinfo(target)

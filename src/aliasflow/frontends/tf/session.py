@@ -7,7 +7,8 @@ Each variable is an aliasflow storage kept by the session; ``Const``, arithmetic
 value ops write fresh storage per run; ``Identity`` (so ``Variable/read``) and the ``*_ref``
 outputs of ``VariableV2`` and the assign ops *are* the memory they come from, as in TensorFlow,
 which forwards buffers: an op reading ``Variable/read:0`` reads the variable when it runs, and a
-``StridedSlice`` of it reads only the sliced elements. ``Assign``/``AssignAdd``/``AssignSub``
+``StridedSlice`` of it reads only the sliced elements. A full slice (``v[:]``) and a
+``Sum`` over size-1 axes forward memory too, as TensorFlow's kernels do. ``Assign``/``AssignAdd``/``AssignSub``
 write the whole variable, ``StridedSliceAssign`` the slice. Every data and control edge is also
 an access (the producer writes a one-element token the consumer reads), so :func:`aliasflow.analyze`
 orders the run by graph edges and by memory conflicts alike, and :func:`aliasflow.run` executes
@@ -60,10 +61,22 @@ def _identity_slice(op: Operation, shape) -> bool:
     return True
 
 
+def _trivial_sum(op: Operation, shape) -> bool:
+    """A ``Sum`` over no axes or only size-1 axes: TensorFlow reshapes the input buffer instead
+    of reducing (measured: ``reduce_sum(v, axis=[])`` aliases ``v``)."""
+    if op.type != "Sum" or shape is None:
+        return False
+    rank = len(shape)
+    axes = {int(a) % rank for a in np.ravel(op._attrs["_axis"])} if rank else set()
+    return all(shape[a] == 1 for a in axes)
+
+
 def _forwards(op: Operation) -> bool:
     """Whether ``op``'s output is its first input's memory (statically known shapes)."""
-    return op.type in _ALIASES or _identity_slice(op, op.inputs[0].shape.dims if op.inputs
-                                                  else None)
+    if op.type in _ALIASES:
+        return True
+    dims = op.inputs[0].shape.dims if op.inputs else None
+    return _identity_slice(op, dims) or _trivial_sum(op, dims)
 
 
 def _variable_of(t: Tensor, fed: dict):
@@ -117,6 +130,8 @@ def _accessed(op: Operation, view_of, var_view):
         return [view_of(ins[0])], [view_of(op.outputs[0])], lambda vals: [vals[0].astype(dst)]
     if t == "Sum":
         x = ins[0]
+        if _trivial_sum(op, view_of(x).shape):
+            return [], [], None  # forwarded memory: nothing is read now
         rank = len(view_of(x).shape)
         axis = op._attrs["_axis"]
         axes = tuple(sorted({int(a) % rank for a in np.ravel(axis)})) if rank else ()
@@ -359,6 +374,10 @@ class Session:
                     views[out] = views[op.inputs[0]]
                 elif op.type == "StridedSlice" and _identity_slice(op, views[op.inputs[0]].shape):
                     views[out] = views[op.inputs[0]][op._attrs["_index"]]
+                elif op.type == "Sum" and _trivial_sum(op, views[op.inputs[0]].shape):
+                    shapes = [TensorShape(views[i].shape) for i in op.inputs]
+                    views[out] = views[op.inputs[0]].reshape(
+                        output_shapes(op, shapes)[0].as_tuple())
                 elif op.type == "Const":
                     value = op._attrs["value"]
                     views[out] = AfTensor(out.name, value.shape, value.dtype).view()
@@ -388,7 +407,7 @@ def _read_tensors(op: Operation) -> list[Tensor]:
     if op.type == "StridedSlice":
         return [] if _forwards(op) else op.inputs[:1]
     if op.type == "Sum":
-        return op.inputs[:1]
+        return [] if _forwards(op) else op.inputs[:1]
     if op.type in ("Assign", "StridedSliceAssign"):
         return op.inputs[-1:]
     return list(op.inputs)
