@@ -51,6 +51,24 @@ def test_seed_example_matches_tensorflow():
     assert ours[1] == 7.0
 
 
+MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+def _same_attrs(g1, g2):
+    """Const values (TensorFlow's as TensorProto), slice masks, Sum's keep_dims, dtypes."""
+    for o1, o2 in zip(g1.get_operations(), g2.get_operations()):
+        if o1.type == "Const":
+            ours, theirs = o1.get_attr("value"), real.make_ndarray(o2.get_attr("value"))
+            assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+            np.testing.assert_array_equal(ours, theirs)
+        if o1.type in ("StridedSlice", "StridedSliceAssign"):
+            assert [o1.get_attr(m) for m in MASKS] == [o2.get_attr(m) for m in MASKS]
+        if o1.type == "Sum":
+            assert o1.get_attr("keep_dims") == o2.get_attr("keep_dims")
+        if o1.type in ("VariableV2", "Placeholder"):
+            assert o1.get_attr("dtype").name == o2.get_attr("dtype").name
+
+
 @settings(max_examples=int(os.environ.get("AF_TF_EXAMPLES", 150)), deadline=None,
           suppress_health_check=list(HealthCheck))
 @given(programs())
@@ -59,6 +77,7 @@ def test_random_programs_match_tensorflow(program):
     g1, h1, feeds1, init1 = build(af_tf, steps)
     g2, h2, feeds2, init2 = build(real, steps)
     assert describe(g1) == describe(g2)
+    _same_attrs(g1, g2)
     for a, b in zip(h1, h2):
         if hasattr(a, "initializer"):
             assert repr(a) == repr(b)
