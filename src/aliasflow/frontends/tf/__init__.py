@@ -26,7 +26,8 @@ from .ops import (constant, placeholder, convert_to_tensor, add, subtract, multi
                   divide, matmul, negative, identity, cast, reduce_sum, no_op, group)
 from .variables import (Variable, global_variables, variables_initializer,
                         global_variables_initializer)
-from .session import Session, get_default_session, races
+from .session import Session, get_default_session
+from .races import races
 from .proto import TensorProto, make_tensor_proto, make_ndarray
 
 newaxis = None

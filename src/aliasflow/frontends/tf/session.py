@@ -25,87 +25,16 @@ import threading
 
 import numpy as np
 
-from ... import analysis  # noqa: F401 - keeps the layer order visible
 from ...analysis.dependencies import analyze
-from ...analysis.races import find_races
 from ...core.errors import AliasflowError, ExecutionError
 from ...core.operations import Operation as AfOperation
 from ...core.tensor import Tensor as AfTensor
 from ...execution.runner import run as af_run
 from .dtypes import TensorShape
 from .graph import Graph, Operation, Tensor, get_default_graph
+from .accesses import (_ALIASES, _identity_slice, _needed_ops, _read_tensors,
+                       _trivial_sum, _variable_of)
 from .ops import output_shapes
-
-_UPDATES = ("Assign", "AssignAdd", "AssignSub", "StridedSliceAssign")
-_ALIASES = ("Identity", "VariableV2") + _UPDATES  # outputs that are their input's memory
-
-
-def _identity_slice(op: Operation, shape) -> bool:
-    """A ``StridedSlice`` taking every element in order (``v[:]``, ``v[None]``, ``u[0]`` of a
-    size-1 dim): TensorFlow then forwards the input buffer instead of copying (measured on
-    TensorFlow 2.21: ``v[0:8]`` of 8 elements aliases the variable, ``v[0:4]`` copies)."""
-    if op.type != "StridedSlice" or shape is None or None in shape:
-        return False
-    from .ops import _expand_index
-    k = 0
-    for item in _expand_index(op.name, op._attrs["_index"], len(shape)):
-        if item is None:
-            continue
-        d = shape[k]
-        k += 1
-        if isinstance(item, slice):
-            if item.indices(d) != (0, d, 1) and d:
-                return False
-        elif d != 1:
-            return False
-    return True
-
-
-def _trivial_sum(op: Operation, shape) -> bool:
-    """A ``Sum`` over no axes or only size-1 axes: TensorFlow reshapes the input buffer instead
-    of reducing (measured: ``reduce_sum(v, axis=[])`` aliases ``v``)."""
-    if op.type != "Sum" or shape is None:
-        return False
-    rank = len(shape)
-    axes = {int(a) % rank for a in np.ravel(op._attrs["_axis"])} if rank else set()
-    return all(shape[a] == 1 for a in axes)
-
-
-def _forwards(op: Operation) -> bool:
-    """Whether ``op``'s output is its first input's memory (statically known shapes)."""
-    if op.type in _ALIASES:
-        return True
-    dims = op.inputs[0].shape.dims if op.inputs else None
-    return _identity_slice(op, dims) or _trivial_sum(op, dims)
-
-
-def _variable_of(t: Tensor, fed: dict):
-    """The ``VariableV2`` op whose memory tensor ``t`` is, or None (fresh or fed memory)."""
-    while t not in fed:
-        op = t.op
-        if op.type == "VariableV2":
-            return op
-        if not _forwards(op):
-            return None
-        t = op.inputs[0]
-    return None
-
-
-def _needed_ops(graph: Graph, targets: list, fed: dict) -> list[Operation]:
-    """The ops a run of ``targets`` executes, in creation (topological) order."""
-    seen: dict[int, Operation] = {}
-    todo = [t.op if isinstance(t, Tensor) else t for t in targets if t not in fed]
-    while todo:
-        op = todo.pop()
-        if op._id in seen:
-            continue
-        seen[op._id] = op
-        todo.extend(i.op for i in op.inputs if i not in fed)
-        # an op whose outputs are all fed is replaced by the feeds (TensorFlow does the same):
-        # control edges from it are satisfied without running it; fetched as a target it runs
-        todo.extend(c for c in op.control_inputs
-                    if not (c.outputs and all(t in fed for t in c.outputs)))
-    return [seen[k] for k in sorted(seen)]
 
 
 def _accessed(op: Operation, view_of, var_view):
@@ -190,6 +119,47 @@ class _Kernel(AfOperation):
             self._after()
 
 
+def _structure(graph: Graph, fetches, elements: list):
+    """Replace each fetch by its index in ``elements``, keeping lists, tuples, dicts."""
+    if isinstance(fetches, dict):
+        return type(fetches)((k, _structure(graph, v, elements)) for k, v in fetches.items())
+    if isinstance(fetches, (list, tuple)):
+        items = [_structure(graph, v, elements) for v in fetches]
+        if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):
+            return type(fetches)(*items)
+        return type(fetches)(items)
+    if fetches is None:
+        raise AliasflowError("cannot fetch None")
+    elements.append(graph.as_graph_element(fetches))
+    return _Slot(len(elements) - 1)
+
+
+def _feeds(graph: Graph, feed_dict) -> dict:
+    """``feed_dict`` as ``{tensor: array of its dtype}``, shapes checked."""
+    fed = {}
+    for key, value in (feed_dict or {}).items():
+        try:
+            t = graph.as_graph_element(key)
+        except AliasflowError as exc:
+            raise AliasflowError(f"cannot feed {key!r}: {exc}") from None
+        if not isinstance(t, Tensor):
+            raise AliasflowError(f"cannot feed {key!r}: only tensors can be fed")
+        dt = t.dtype.base_dtype
+        try:
+            arr = np.array(value, dtype=dt.numpy)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise AliasflowError(f"cannot feed {value!r} to {t.name!r} "
+                                 f"({dt.name}): {exc}") from None
+        if arr.dtype.kind == "O":
+            raise AliasflowError(f"cannot feed {value!r} to {t.name!r}")
+        if t.shape.rank is not None and not (
+                arr.ndim == t.shape.rank and t.shape.is_compatible_with(arr.shape)):
+            raise AliasflowError(f"cannot feed value of shape {arr.shape} for tensor "
+                                 f"{t.name!r}, which has shape {t.shape}")
+        fed[t] = arr
+    return fed
+
+
 class Session:
     """``tf.Session``: runs a graph's ops on aliasflow; holds the variables' values.
 
@@ -236,48 +206,6 @@ class Session:
         self._initialized.clear()
 
     # ---- run --------------------------------------------------------------------------------
-    def _element(self, fetch):
-        el = self.graph.as_graph_element(fetch)
-        return el
-
-    def _structure(self, fetches, elements: list):
-        """Replace each fetch by its index in ``elements``, keeping lists, tuples, dicts."""
-        if isinstance(fetches, dict):
-            return type(fetches)((k, self._structure(v, elements)) for k, v in fetches.items())
-        if isinstance(fetches, (list, tuple)):
-            items = [self._structure(v, elements) for v in fetches]
-            if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):
-                return type(fetches)(*items)
-            return type(fetches)(items)
-        if fetches is None:
-            raise AliasflowError("cannot fetch None")
-        elements.append(self._element(fetches))
-        return _Slot(len(elements) - 1)
-
-    def _feeds(self, feed_dict) -> dict:
-        fed = {}
-        for key, value in (feed_dict or {}).items():
-            try:
-                t = self.graph.as_graph_element(key)
-            except AliasflowError as exc:
-                raise AliasflowError(f"cannot feed {key!r}: {exc}") from None
-            if not isinstance(t, Tensor):
-                raise AliasflowError(f"cannot feed {key!r}: only tensors can be fed")
-            dt = t.dtype.base_dtype
-            try:
-                arr = np.array(value, dtype=dt.numpy)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise AliasflowError(f"cannot feed {value!r} to {t.name!r} "
-                                     f"({dt.name}): {exc}") from None
-            if arr.dtype.kind == "O":
-                raise AliasflowError(f"cannot feed {value!r} to {t.name!r}")
-            if t.shape.rank is not None and not (
-                    arr.ndim == t.shape.rank and t.shape.is_compatible_with(arr.shape)):
-                raise AliasflowError(f"cannot feed value of shape {arr.shape} for tensor "
-                                     f"{t.name!r}, which has shape {t.shape}")
-            fed[t] = arr
-        return fed
-
     def _variable_memory(self, var_op: Operation) -> AfTensor:
         if var_op._id not in self._memory:
             shape = var_op._attrs["shape"].as_tuple()
@@ -297,8 +225,8 @@ class Session:
         if self._closed:
             raise AliasflowError("attempted to use a closed Session")
         elements: list = []
-        structure = self._structure(fetches, elements)
-        fed = self._feeds(feed_dict)
+        structure = _structure(self.graph, fetches, elements)
+        fed = _feeds(self.graph, feed_dict)
         order = _needed_ops(self.graph, elements, fed)
         for op in order:
             if op.type == "Placeholder":
@@ -400,19 +328,6 @@ class Session:
         return views
 
 
-def _read_tensors(op: Operation) -> list[Tensor]:
-    """Inputs whose memory ``op`` reads when it runs (not those it only forwards or writes)."""
-    if op.type in ("Identity", "VariableV2", "NoOp", "Const", "Placeholder"):
-        return []
-    if op.type == "StridedSlice":
-        return [] if _forwards(op) else op.inputs[:1]
-    if op.type == "Sum":
-        return [] if _forwards(op) else op.inputs[:1]
-    if op.type in ("Assign", "StridedSliceAssign"):
-        return op.inputs[-1:]
-    return list(op.inputs)
-
-
 class _Slot:
     def __init__(self, index: int):
         self.index = index
@@ -452,87 +367,3 @@ def _session_for(session, graph: Graph) -> Session:
     if session.graph is not graph:
         raise AliasflowError("the session's graph is not the graph of this tensor")
     return session
-
-
-class _Access(AfOperation):
-    """An op's variable accesses, for analysis only."""
-
-    kind = "tf"
-
-
-def races(graph: Graph | None = None, fetches=None, feed_dict=None) -> list:
-    """Variable accesses that the graph's data and control edges leave unordered.
-
-    Each result is an :class:`aliasflow.Dependency` between two graph ops (``src`` made first):
-    ``kind`` RAW/WAR/WAW, the variable views and the elements both touch. Neither op reaches
-    the other through data inputs and control inputs, so when one ``Session.run`` runs both,
-    TensorFlow may execute them in either order (or at once) and the result depends on timing:
-    these are the missing ``tf.control_dependencies``. Reads are those of the ops that read a
-    variable's memory when they run (through ``Variable/read``, ``tf.identity`` or an update's
-    output; a ``StridedSlice`` reads only its slice); writes are the assign ops'.
-
-    Parameters
-    ----------
-    graph : Graph, optional
-        Default: the default graph.
-    fetches : optional
-        Consider only the ops a ``Session.run(fetches, feed_dict)`` would run. Without it, every
-        op except the variables' initializers (which normally run in a ``Session.run`` of their
-        own) and the unused ``StridedSlice`` that ``v[1:3].assign(x)`` makes on the way (it is
-        only read if fetched; pass ``fetches`` to include it).
-
-    >>> from aliasflow import tf
-    >>> g = tf.Graph()
-    >>> with g.as_default():
-    ...     v = tf.Variable([1.0, 2.0, 3.0, 4.0])
-    ...     inc = v.assign_add([1.0, 1.0, 1.0, 1.0])
-    ...     head = v[0:2] * 2.0
-    ...     tail = v[2:4] * 2.0
-    ...     with tf.control_dependencies([inc]):
-    ...         after = tf.identity(v[0:2])
-    >>> [(r.src, r.dst, r.kind, r.dst_view) for r in tf.races(g)]
-    [('AssignAdd', 'strided_slice', 'RAW', 'Variable[0:2]'), ('AssignAdd', 'strided_slice_1', 'RAW', 'Variable[2:4]')]
-    """
-    graph = graph if graph is not None else get_default_graph()
-    if not isinstance(graph, Graph):
-        raise AliasflowError(f"races: expected an aliasflow.tf.Graph, got {graph!r}")
-    if fetches is None:
-        skip = {v.initializer._id for v in graph._variables}
-        used = {t.op._id for op in graph._ops for t in op.inputs} | {
-            c._id for op in graph._ops for c in op.control_inputs}
-        skip |= {op._id for op in graph._ops
-                 if op._attrs.get("_assign_base") and op._id not in used}
-        ops = [op for op in graph._ops if op._id not in skip]
-        fed: dict = {}
-    else:
-        session = Session(graph=graph)
-        elements: list = []
-        session._structure(fetches, elements)
-        fed = session._feeds(feed_dict)
-        ops = _needed_ops(graph, elements, fed)
-    memory = {}
-
-    def var_view(t: Tensor, op: Operation):
-        var = _variable_of(t, fed)
-        if var is None:
-            return None
-        if var._id not in memory:
-            memory[var._id] = AfTensor.virtual(var.name, var._attrs["shape"].as_tuple(),
-                                               var._attrs["dtype"].numpy)
-        view = memory[var._id].view()
-        if op.type in ("StridedSlice", "StridedSliceAssign") and t is op.inputs[0]:
-            view = view[op._attrs["_index"]]
-        return view
-
-    present = {op._id for op in ops}
-    accesses, edges = [], []
-    for op in ops:
-        acc = _Access(op.name)
-        acc.input_views = [v for t in _read_tensors(op) if (v := var_view(t, op)) is not None]
-        if op.type in _UPDATES:
-            acc.output_views = [var_view(op.inputs[0], op)]
-        accesses.append(acc)
-        edges += [(i.op.name, op.name) for i in op.inputs
-                  if i.op._id in present and i not in fed]
-        edges += [(c.name, op.name) for c in op.control_inputs if c._id in present]
-    return find_races(accesses, edges=edges)
