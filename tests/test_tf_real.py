@@ -313,3 +313,32 @@ def test_forwarded_buffers_like_tensorflow(case):
     assert af_tf.races(g, f) == []
     for a, b in zip(ours, theirs):
         _same_value(a, b, False)
+
+
+def test_zeros_ones_and_module_assigns_like_tensorflow():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable([1.0, 2.0], name="v")
+            p = tf.placeholder(tf.float32, shape=[None, 2])
+            q = tf.placeholder(tf.int32)
+            made = [tf.zeros([2, 3]), tf.ones([2], dtype=tf.int32), tf.zeros_like(v),
+                    tf.ones_like(tf.constant([1, 2])), tf.zeros([40, 40]), tf.ones((), name="o"),
+                    tf.zeros_like(p), tf.ones_like(p), tf.ones_like(q), tf.zeros_like(q),
+                    tf.ones([30, 40], dtype=tf.int64)]
+            a = tf.assign(v, [3.0, 4.0])
+            with tf.control_dependencies([a]):
+                b = tf.assign_add(v, tf.ones_like(v))
+            with tf.control_dependencies([b]):
+                c = tf.assign_sub(v, [0.5, 0.5], name="s")
+            init = tf.global_variables_initializer()
+        feeds = {p: np.ones((3, 2), np.float32), q: np.ones((2, 1, 2), np.int32)}
+        with tf.Session(graph=g) as sess:
+            sess.run(init)
+            values = sess.run(made + [a, b, c], feeds)
+        return describe(g), values
+
+    (d1, v1), (d2, v2) = prog(af_tf), prog(real)
+    assert d1 == d2
+    for a, b in zip(v1, v2):
+        _same_value(a, b, False)

@@ -66,13 +66,18 @@ def programs(draw, max_steps: int = 14):
         choices = ["const", "const", "var", "placeholder"]
         if tensors:
             choices += ["binop"] * 3 + ["scalar", "neg", "identity", "sum", "slice", "matmul",
-                                        "ctrl"]
+                                        "ctrl", "like"]
         if variables:
             choices += ["assign"] * 3 + ["slice_assign"] * 2
         if depth:
             choices += ["end"]
         what = draw(st.sampled_from(choices))
-        if what == "const":
+        if what == "const" and draw(st.integers(0, 5)) == 0:
+            shape = draw(st.sampled_from(SHAPES))
+            steps.append(("filled", draw(st.sampled_from(["zeros", "ones"])), shape, dtype,
+                          _name(draw)))
+            made.append(("tensor", dtype, shape, True))
+        elif what == "const":
             shape = draw(st.sampled_from(SHAPES))
             steps.append(("const", _values(draw, shape, dtype).tolist(), dtype, _name(draw)))
             made.append(("tensor", dtype, shape, True))
@@ -102,6 +107,11 @@ def programs(draw, max_steps: int = 14):
             i = draw(st.sampled_from(tensors))
             op = draw(st.sampled_from(["+", "-", "*"] + (["/"] if made[i][1] != "int32" else [])))
             steps.append(("scalar", op, i, draw(st.integers(-2, 3)), draw(st.booleans())))
+            made.append(("tensor", made[i][1], made[i][2], made[i][3]))
+        elif what == "like":
+            i = draw(st.sampled_from(tensors))
+            steps.append(("like", draw(st.sampled_from(["zeros_like", "ones_like"])), i,
+                          _name(draw)))
             made.append(("tensor", made[i][1], made[i][2], made[i][3]))
         elif what in ("neg", "identity"):
             i = draw(st.sampled_from(tensors))
@@ -189,6 +199,9 @@ def build(tf, steps):
             if kind == "const":
                 _, values, dtype, name = step
                 h = tf.constant(values, dtype=getattr(tf, dtype), **_named(name))
+            elif kind == "filled":
+                _, fn, shape, dtype, name = step
+                h = getattr(tf, fn)(shape, dtype=getattr(tf, dtype), name=name)
             elif kind == "var":
                 _, values, dtype, name = step
                 h = tf.Variable(np.array(values, dtype=dtype), name=name)
@@ -211,6 +224,9 @@ def build(tf, steps):
                 fn = {"+": lambda a, b: a + b, "-": lambda a, b: a - b,
                       "*": lambda a, b: a * b, "/": lambda a, b: a / b}[op]
                 h = fn(c, x) if reverse else fn(x, c)
+            elif kind == "like":
+                _, fn, i, name = step
+                h = getattr(tf, fn)(handles[i], name=name)
             elif kind == "neg":
                 _, i, name = step
                 h = tf.negative(handles[i], name=name) if name else -handles[i]

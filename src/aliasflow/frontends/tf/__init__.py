@@ -23,9 +23,10 @@ from .dtypes import bool_ as bool  # noqa: A001 - tf.bool
 from .graph import (Graph, Operation, Tensor, get_default_graph, reset_default_graph,
                     name_scope, control_dependencies)
 from .ops import (constant, placeholder, convert_to_tensor, add, subtract, multiply, truediv,
-                  divide, matmul, negative, identity, cast, reduce_sum, no_op, group)
+                  divide, matmul, negative, identity, cast, reduce_sum, no_op, group, zeros,
+                  ones, zeros_like, ones_like)
 from .variables import (Variable, global_variables, variables_initializer,
-                        global_variables_initializer)
+                        global_variables_initializer, assign, assign_add, assign_sub)
 from .session import Session, get_default_session
 from .races import races
 from .proto import TensorProto, make_tensor_proto, make_ndarray
@@ -52,7 +53,8 @@ _graph_all = [
     "Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph", "name_scope",
     "control_dependencies", "constant", "placeholder", "convert_to_tensor", "add", "subtract",
     "multiply", "truediv", "divide", "matmul", "negative", "identity", "cast", "reduce_sum",
-    "no_op", "group", "Variable", "global_variables", "variables_initializer",
+    "no_op", "group", "zeros", "ones", "zeros_like", "ones_like", "assign", "assign_add",
+    "assign_sub", "Variable", "global_variables", "variables_initializer",
     "global_variables_initializer", "Session", "get_default_session", "races",
     "TensorProto", "make_tensor_proto", "make_ndarray", "newaxis", "disable_v2_behavior",
     "disable_eager_execution", "compat",

@@ -82,8 +82,11 @@ def _needed_ops(graph: Graph, targets: list, fed: dict) -> list[Operation]:
 
 def _read_tensors(op: Operation) -> list[Tensor]:
     """Inputs whose memory ``op`` reads when it runs (not those it only forwards or writes)."""
-    if op.type in ("Identity", "VariableV2", "NoOp", "Const", "Placeholder"):
+    if op.type in ("Identity", "VariableV2", "NoOp", "Const", "Placeholder", "ZerosLike",
+                   "Shape"):
         return []
+    if op.type == "Fill":
+        return op.inputs[1:]
     if op.type == "StridedSlice":
         return [] if _forwards(op) else op.inputs[:1]
     if op.type == "Sum":

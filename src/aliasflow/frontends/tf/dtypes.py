@@ -143,11 +143,11 @@ class TensorShape:
     """
 
     def __init__(self, dims):
+        if isinstance(dims, TensorShape):
+            dims = dims.dims
         if dims is None:
             self.dims = None
         else:
-            if isinstance(dims, TensorShape):
-                dims = dims.dims
             try:
                 dims = list(dims)
             except TypeError:

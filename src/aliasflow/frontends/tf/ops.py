@@ -260,8 +260,10 @@ def output_shapes(op: Operation, in_shapes: list[TensorShape]) -> list[TensorSha
     if t == "StridedSlice":
         return [_slice_shape(op.name, in_shapes[0], attrs["_index"])]
     if t in ("Neg", "Identity", "Cast", "Assign", "AssignAdd", "AssignSub",
-             "StridedSliceAssign"):
+             "StridedSliceAssign", "ZerosLike"):
         return [in_shapes[0]]
+    if t == "Shape":
+        return [TensorShape([in_shapes[0].rank])]
     return [o.shape for o in op.outputs]
 
 
@@ -527,3 +529,78 @@ def group(*inputs, name=None) -> Operation:
     g = _graph_for(*inputs)
     with g.as_default(), g.control_dependencies(list(inputs)):
         return g._create_op("NoOp", [], [], name if name is not None else "group_deps")
+
+
+# ---- zeros and ones ---------------------------------------------------------------------------
+def fill_dims(op: Operation, shape_of) -> TensorShape:
+    """The shape a ``Fill`` makes: its dims come from a ``Const`` or a ``Shape`` op
+    (``shape_of(tensor)`` gives a tensor's shape, static or at run time)."""
+    dims_op = op.inputs[0].op
+    if dims_op.type == "Const":
+        return TensorShape([int(d) for d in dims_op._attrs["value"]])
+    if dims_op.type == "Shape":
+        return TensorShape(shape_of(dims_op.inputs[0]))
+    raise AliasflowError(f"Fill {op.name!r}: dims must come from a Const or a Shape op")
+
+
+def _fill(graph, dims: Tensor, value, dtype, scope: str) -> Tensor:
+    value_t = _constant(graph, np.zeros((), dtype.numpy) + value, dtype, name="Const")
+    probe = Operation.__new__(Operation)
+    probe.name, probe.type, probe._inputs, probe._attrs = scope[:-1], "Fill", [dims], {}
+    shape = fill_dims(probe, lambda t: t.shape)
+    return graph._create_op("Fill", [dims, value_t], [(dtype, shape)], scope,
+                            {"T": dtype, "index_type": int32}).outputs[0]
+
+
+def _filled(value, shape, dtype, name, default: str) -> Tensor:
+    """TensorFlow's ``zeros``/``ones``: a ``Const`` below 1000 elements, else ``Fill``."""
+    dt = as_dtype(dtype).base_dtype
+    g = get_default_graph()
+    with g.name_scope(name if name is not None else default) as scope:
+        if isinstance(shape, Tensor):
+            return _fill(g, shape, value, dt, scope)
+        shape = TensorShape(shape)
+        if not shape.is_fully_defined():
+            raise AliasflowError(f"{default}: shape {shape} must be fully defined")
+        if prod(shape.dims) < 1000:
+            return _constant(g, np.full(shape.dims, value, dt.numpy), dt, name=scope)
+        dims = _constant(g, np.asarray(shape.dims, np.int32), name="shape_as_tensor")
+        return _fill(g, dims, value, dt, scope)
+
+
+def zeros(shape, dtype=float32, name=None) -> Tensor:
+    """``tf.zeros`` (a ``Const`` named ``zeros``, or ``Fill`` from 1000 elements on)."""
+    return _filled(0, shape, dtype, name, "zeros")
+
+
+def ones(shape, dtype=float32, name=None) -> Tensor:
+    """``tf.ones`` (a ``Const`` named ``ones``, or ``Fill`` from 1000 elements on)."""
+    return _filled(1, shape, dtype, name, "ones")
+
+
+def zeros_like(tensor, dtype=None, name=None) -> Tensor:
+    """``tf.zeros_like``: ``zeros`` of a fully defined shape, else a ``ZerosLike`` op."""
+    g = _graph_for(tensor)
+    with g.as_default(), g.name_scope(name if name is not None else "zeros_like") as scope:
+        x = _convert(g, tensor, "tensor")
+        dt = as_dtype(dtype).base_dtype if dtype is not None else x.dtype.base_dtype
+        if x.shape.is_fully_defined():
+            return zeros(x.shape.dims, dt, name=scope)
+        if dt != x.dtype.base_dtype:
+            raise AliasflowError("zeros_like: a new dtype needs a fully defined shape here")
+        return _make(g, "ZerosLike", [x], dt, scope, {"T": dt})
+
+
+def ones_like(tensor, dtype=None, name=None) -> Tensor:
+    """``tf.ones_like``: ``Fill`` with the shape as a ``Const`` (or a ``Shape`` op)."""
+    g = _graph_for(tensor)
+    with g.as_default(), g.name_scope(name if name is not None else "ones_like") as scope:
+        x = _convert(g, tensor, "tensor")
+        dt = as_dtype(dtype).base_dtype if dtype is not None else x.dtype.base_dtype
+        with g.name_scope("Shape") as shape_scope:
+            if x.shape.is_fully_defined():
+                dims = _constant(g, np.asarray(x.shape.dims, np.int32), name="shape_as_tensor")
+            else:
+                dims = _make(g, "Shape", [x], int32, shape_scope, {"T": x.dtype.base_dtype,
+                                                                   "out_type": int32})
+        return _fill(g, dims, 1, dt, scope)

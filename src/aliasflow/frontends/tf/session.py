@@ -34,7 +34,7 @@ from .dtypes import TensorShape
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .accesses import (_ALIASES, _identity_slice, _needed_ops, _read_tensors,
                        _trivial_sum, _variable_of)
-from .ops import output_shapes
+from .ops import fill_dims, output_shapes
 
 
 def _accessed(op: Operation, view_of, var_view):
@@ -52,6 +52,14 @@ def _accessed(op: Operation, view_of, var_view):
     if t == "Range":
         return [view_of(i) for i in ins], [view_of(op.outputs[0])], \
             lambda vals: [np.arange(vals[0], vals[1], vals[2], dtype=np.int32)]
+    if t == "Fill":
+        shape = view_of(op.outputs[0]).shape
+        return [view_of(ins[1])], [view_of(op.outputs[0])], \
+            lambda vals: [np.full(shape, vals[0])]
+    if t in ("ZerosLike", "Shape"):  # need only the input's shape, not its data
+        shape, dt = view_of(ins[0]).shape, op.outputs[0].dtype.base_dtype.numpy
+        value = np.zeros(shape, dt) if t == "ZerosLike" else np.asarray(shape, np.int32)
+        return [], [view_of(op.outputs[0])], lambda vals: [value]
     if t == "Neg":
         return [view_of(ins[0])], [view_of(op.outputs[0])], lambda vals: [np.negative(vals[0])]
     if t == "Cast":
@@ -311,7 +319,8 @@ class Session:
                     views[out] = AfTensor(out.name, value.shape, value.dtype).view()
                 else:
                     shapes = [TensorShape(views[i].shape) for i in op.inputs]
-                    shape = output_shapes(op, shapes)[out.value_index]
+                    shape = fill_dims(op, lambda t: views[t].shape) if op.type == "Fill" \
+                        else output_shapes(op, shapes)[out.value_index]
                     views[out] = AfTensor(out.name, shape.as_tuple(),
                                           out.dtype.base_dtype.numpy).view()
             if op.type in ("Assign", "AssignAdd", "AssignSub"):

@@ -186,3 +186,24 @@ def variables_initializer(var_list, name="init") -> Operation:
 def global_variables_initializer() -> Operation:
     """``tf.global_variables_initializer()``: ``init``, running every initializer."""
     return variables_initializer(global_variables())
+
+
+def _as_variable(ref, what: str) -> Variable:
+    if not isinstance(ref, Variable):
+        raise AliasflowError(f"{what}: ref must be a tf.Variable, got {ref!r}")
+    return ref
+
+
+def assign(ref, value, validate_shape=None, use_locking=None, name=None) -> Tensor:
+    """``tf.assign(ref, value)``: the same op as ``ref.assign(value)``."""
+    return _as_variable(ref, "assign").assign(value, name=name)
+
+
+def assign_add(ref, value, use_locking=None, name=None) -> Tensor:
+    """``tf.assign_add(ref, value)``."""
+    return _as_variable(ref, "assign_add").assign_add(value, name=name)
+
+
+def assign_sub(ref, value, use_locking=None, name=None) -> Tensor:
+    """``tf.assign_sub(ref, value)``."""
+    return _as_variable(ref, "assign_sub").assign_sub(value, name=name)
