@@ -1,23 +1,26 @@
-"""``tf.Session.run`` on aliasflow, and ``tf.races``: the variable accesses a graph leaves
-unordered.
+"""``tf.Session.run`` on aliasflow.
 
 How a run works. The ops the fetches need (through data inputs and control inputs, stopping at
 fed tensors) become aliasflow operations in graph creation order, which is a topological order.
 Each variable is an aliasflow storage kept by the session; ``Const``, arithmetic and the other
-value ops write fresh storage per run; ``Identity`` (so ``Variable/read``) and the ``*_ref``
-outputs of ``VariableV2`` and the assign ops *are* the memory they come from, as in TensorFlow,
-which forwards buffers: an op reading ``Variable/read:0`` reads the variable when it runs, and a
-``StridedSlice`` of it reads only the sliced elements. A full slice (``v[:]``) and a
-``Sum`` over size-1 axes forward memory too, as TensorFlow's kernels do. ``Assign``/``AssignAdd``/``AssignSub``
-write the whole variable, ``StridedSliceAssign`` the slice. Every data and control edge is also
-an access (the producer writes a one-element token the consumer reads), so :func:`aliasflow.analyze`
-orders the run by graph edges and by memory conflicts alike, and :func:`aliasflow.run` executes
-it (``workers`` threads). Fetches are read after the run, as TensorFlow converts fetched buffers
-after its run: fetching a variable (or an assign's output) gives its final value.
+value ops write fresh storage per run. ``Identity`` (so ``Variable/read``), the ``*_ref``
+outputs of ``VariableV2`` and of the assign ops, a full slice (``v[:]``) and a ``Sum`` over
+size-1 axes *are* the memory they come from, as in TensorFlow, whose kernels forward buffers:
+an op reading ``Variable/read:0`` reads the variable when it runs, and a ``StridedSlice`` of it
+reads only the sliced elements. ``Assign``/``AssignAdd``/``AssignSub`` write the whole
+variable, ``StridedSliceAssign`` the slice. Every data and control edge is also an access (the
+producer writes a one-element token the consumer reads), so :func:`aliasflow.analyze` orders
+the run by graph edges and memory conflicts alike, and :func:`aliasflow.run` executes it on
+``workers`` threads (one worker runs creation order, which respects all of those edges).
+``Session.program(fetches)`` returns these aliasflow operations without running them.
 
-Where two accesses to a variable are unordered by the graph's edges (see :func:`races`),
-TensorFlow may run them either way round; this run then uses creation order, which is one of the
-orders TensorFlow may use. Results equal TensorFlow's whenever the graph has no such race.
+Fetches are read after the run, as TensorFlow converts fetched buffers after its run: fetching
+a variable (or an assign's output) gives its final value.
+
+Where two accesses to a variable are unordered by the graph's edges (see
+:func:`aliasflow.frontends.tf.races.races`), TensorFlow may run them either way round; a run
+here then follows creation order, one of the orders TensorFlow may use. Results equal
+TensorFlow's whenever the graph has no such race.
 """
 from __future__ import annotations
 
@@ -230,6 +233,58 @@ class Session:
     def run(self, fetches, feed_dict=None):
         """Run what ``fetches`` need and return their values (NumPy; None for operations),
         in the structure of ``fetches`` (nested lists, tuples, dicts)."""
+        structure, elements, fed, views, kernels = self._plan(fetches, feed_dict)
+        # one worker: creation order, one of the orders the analysis allows; more: the
+        # analysis' ordering edges on a thread pool
+        graph = analyze(kernels) if self.workers > 1 else None
+        try:
+            af_run(kernels, workers=self.workers, graph=graph)
+        except ExecutionError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, AliasflowError):
+                raise AliasflowError(str(cause)) from cause
+            raise
+        values = []
+        for el in elements:
+            if isinstance(el, Operation):
+                values.append(None)
+            elif el in fed:
+                values.append(fed[el].copy())
+            else:
+                var = _variable_of(el, fed)
+                if var is not None:
+                    self._check_initialized(var)()
+                arr = views[el].numpy().copy()
+                values.append(arr[()] if arr.ndim == 0 else arr)
+        return _fill(structure, values)
+
+    def program(self, fetches, feed_dict=None) -> list:
+        """The aliasflow operations ``run(fetches, feed_dict)`` would execute, in creation
+        order, without running them: one per graph op, reading and writing views named after
+        the tensors (variables after their ops), plus one ``control`` element per op that
+        carries its data and control edges. ``af.analyze(ops)`` shows what orders them.
+
+        >>> import aliasflow as af
+        >>> from aliasflow import tf
+        >>> g = tf.Graph()
+        >>> with g.as_default():
+        ...     v = tf.Variable([1.0, 2.0, 3.0])
+        ...     w = v[0:2].assign([5.0, 6.0])
+        ...     r = tf.reduce_sum(v[1:3])
+        >>> ops = tf.Session(graph=g).program([w, r])
+        >>> [(op.name, op.output_views[0].name) for op in ops
+        ...  if op.output_views[0].tensor.name == "Variable"]
+        [('strided_slice/_assign', 'Variable[0:2]')]
+        >>> [(op.name, op.input_views[0].name) for op in ops
+        ...  if op.input_views and op.input_views[0].tensor.name == "Variable"]
+        [('strided_slice_1', 'Variable[1:3]')]
+        >>> [(d.src, d.dst, d.kind, d.elements) for d in af.analyze(ops).dependencies
+        ...  if d.tensor == "Variable"]
+        [('strided_slice/_assign', 'strided_slice_1', 'RAW', [1])]
+        """
+        return self._plan(fetches, feed_dict)[4]
+
+    def _plan(self, fetches, feed_dict):
         if self._closed:
             raise AliasflowError("attempted to use a closed Session")
         elements: list = []
@@ -273,27 +328,7 @@ class Session:
             preds |= {position[c._id] for c in op.control_inputs if c._id in position}
             kernels.append(_Kernel(op.name, reads, writes, fn, [token[p] for p in sorted(preds)],
                                    token[k], checks, after))
-        graph = analyze(kernels)
-        try:
-            af_run(kernels, workers=self.workers, graph=graph)
-        except ExecutionError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, AliasflowError):
-                raise AliasflowError(str(cause)) from cause
-            raise
-        values = []
-        for el in elements:
-            if isinstance(el, Operation):
-                values.append(None)
-            elif el in fed:
-                values.append(fed[el].copy())
-            else:
-                var = _variable_of(el, fed)
-                if var is not None:
-                    self._check_initialized(var)()
-                arr = views[el].numpy().copy()
-                values.append(arr[()] if arr.ndim == 0 else arr)
-        return _fill(structure, values)
+        return structure, elements, fed, views, kernels
 
     def _memory_views(self, order: list[Operation], fed: dict) -> dict:
         """The aliasflow view each tensor of the run lives in, with shapes known at run time."""
