@@ -267,3 +267,121 @@ def test_default_graph_session_and_symbolic_tensors():
         list(a)
     tf.reset_default_graph()
     assert tf.get_default_graph().get_operations() == []
+
+
+# ---- random programs (tests/tf_programs.py) without TensorFlow ----------------------------------
+from tf_programs import build, programs  # noqa: E402
+
+FORWARD = {"Identity", "VariableV2", "Assign", "AssignAdd", "AssignSub", "StridedSliceAssign"}
+
+
+def _var_elements(t, op_index=None):
+    """Brute force: the variable op and the set of its flat elements tensor ``t`` lives in."""
+    while True:
+        op = t.op
+        if op.type == "VariableV2":
+            n = int(np.prod(op.get_attr("shape").as_list()))
+            return op, set(range(n))
+        if op.type in FORWARD or (op.type in ("StridedSlice", "Sum") and not _copies(op)):
+            t = op.inputs[0]
+            continue
+        return None, set()
+
+
+def _copies(op):
+    shape = op.inputs[0].shape
+    if shape.rank is None or None in shape.as_list():
+        return True
+    probe = np.arange(int(np.prod(shape.as_list()))).reshape(shape.as_list())
+    if op.type == "StridedSlice":
+        return probe[op.get_attr("_index")].size != probe.size or not np.array_equal(
+            probe[op.get_attr("_index")].ravel(), probe.ravel())
+    axes = [a % probe.ndim for a in np.ravel(op.get_attr("_axis"))] if probe.ndim else []
+    return any(probe.shape[a] != 1 for a in axes)
+
+
+def _brute_accesses(op):
+    """(reads, writes): lists of (variable op, element set)."""
+    reads, writes = [], []
+    t = op.type
+    if t in ("Assign", "AssignAdd", "AssignSub", "StridedSliceAssign"):
+        var, elems = _var_elements(op.inputs[0])
+        if t == "StridedSliceAssign":
+            shape = var.get_attr("shape").as_list()
+            elems = set(np.arange(int(np.prod(shape))).reshape(shape)[op.get_attr("_index")]
+                        .ravel().tolist())
+        writes.append((var, elems))
+        inputs = op.inputs if t in ("AssignAdd", "AssignSub") else op.inputs[-1:]
+    elif t in ("Identity", "VariableV2", "NoOp", "Const", "Placeholder", "ZerosLike", "Shape"):
+        inputs = []
+    elif t in ("StridedSlice", "Sum"):
+        inputs = op.inputs[:1] if _copies(op) else []
+    elif t == "Fill":
+        inputs = op.inputs[1:]
+    else:
+        inputs = op.inputs
+    for i in inputs:
+        var, elems = _var_elements(i)
+        if var is not None:
+            if t == "StridedSlice":
+                shape = var.get_attr("shape").as_list()
+                elems = set(np.arange(int(np.prod(shape))).reshape(shape)[op.get_attr("_index")]
+                            .ravel().tolist())
+            reads.append((var, elems))
+    return reads, writes
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs())
+def test_races_equal_brute_force_and_runs_equal_in_parallel(program):
+    steps, _ = program
+    g, handles, feeds, init = build(tf, steps)
+    # everything the program made, so that runs hold many updates and reads (and races)
+    f = [h for h in handles if h is not None]
+    with g.as_default():  # extra reads, unordered with every update: partial ones test overlap
+        f += [v[-1] * 1 if v.shape.rank else v * 1 for v in handles if hasattr(v, "initializer")]
+    if not f:
+        return
+    try:
+        ops = tf.Session(graph=g).program(f, feeds)
+    except af.AliasflowError:
+        return  # e.g. a fetched placeholder op (TensorFlow refuses it as well)
+    run = [g.get_operation_by_name(op.name) for op in ops]
+    # reachability by depth-first search over data and control edges, inside the run
+    inside = {op.name for op in run}
+    preds = {op.name: {i.op.name for i in op.inputs if i.op.name in inside and i not in feeds}
+             | {c.name for c in op.control_inputs if c.name in inside} for op in run}
+
+    def reaches(a, b):
+        todo, seen = [b], set()
+        while todo:
+            x = todo.pop()
+            if x == a:
+                return True
+            if x not in seen:
+                seen.add(x)
+                todo.extend(preds[x])
+        return False
+
+    acc = {op.name: _brute_accesses(op) for op in run}
+    expected = set()
+    for i, a in enumerate(run):
+        for b in run[i + 1:]:
+            ra, wa = acc[a.name]
+            rb, wb = acc[b.name]
+            for (va, ea), (vb, eb), kind in ([(x, y, "WAW") for x in wa for y in wb]
+                                             + [(x, y, "RAW") for x in wa for y in rb]
+                                             + [(x, y, "WAR") for x in ra for y in wb]):
+                if va is vb and ea & eb and not reaches(a.name, b.name):
+                    expected.add((a.name, b.name, kind))
+    found = {(r.src, r.dst, r.kind) for r in tf.races(g, f, feeds)}
+    assert found == expected
+    # the run: one worker (creation order) equals three workers (the analysis' edges)
+    results = []
+    for workers in (1, 3):
+        with tf.Session(graph=g, workers=workers) as sess:
+            sess.run(init)
+            results.append(sess.run(f, feeds))
+    for x, y in zip(*results):
+        np.testing.assert_array_equal(np.asarray(x, dtype=object if x is None else None),
+                                      np.asarray(y, dtype=object if y is None else None))
