@@ -342,3 +342,31 @@ def test_zeros_ones_and_module_assigns_like_tensorflow():
     assert d1 == d2
     for a, b in zip(v1, v2):
         _same_value(a, b, False)
+
+
+def test_groups_scopes_names_and_feeding_a_variable_like_tensorflow():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable([1.0, 2.0], name="v")
+            p = tf.placeholder(tf.float32, shape=[2], name="p")
+            with tf.name_scope("layer"):
+                y = v * p + 1.0
+                with tf.name_scope("inner"):
+                    z = tf.reduce_sum(y, name="total")
+            up = v.assign_add(p)
+            grouped = tf.group(up, z)
+            noop = tf.no_op()
+            with tf.control_dependencies([grouped]):
+                after = tf.identity(v, name="after")
+            init = tf.global_variables_initializer()
+        with tf.Session(graph=g) as sess:
+            sess.run(init)
+            values = [sess.run(["layer/inner/total:0", after, noop], {"p:0": [1.0, 2.0]}),
+                      sess.run(y, {v: [10.0, 20.0], p: [1.0, 1.0]}),   # a variable fed
+                      sess.run({"g": grouped, "v": v}, {p: [0.0, 1.0]})]
+        return describe(g), values
+
+    (d1, v1), (d2, v2) = prog(af_tf), prog(real)
+    assert d1 == d2
+    assert repr(v1) == repr(v2)
