@@ -385,3 +385,21 @@ def test_races_equal_brute_force_and_runs_equal_in_parallel(program):
     for x, y in zip(*results):
         np.testing.assert_array_equal(np.asarray(x, dtype=object if x is None else None),
                                       np.asarray(y, dtype=object if y is None else None))
+
+
+def test_uninitialized_read_is_refused_before_anything_runs():
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.Variable([1.0, 2.0], name="a")
+        b = tf.Variable([3.0], name="b")
+        up = a.assign([5.0, 5.0])
+        r = b * 2.0
+    with tf.Session(graph=g) as sess:
+        sess.run(a.initializer)
+        with pytest.raises(af.AliasflowError, match="uninitialized value b"):
+            sess.run([up, r])
+        np.testing.assert_array_equal(sess.run(a), [1.0, 2.0])  # the assign did not run
+        with pytest.raises(af.AliasflowError, match="uninitialized value b"):
+            sess.run(b)
+        sess.run(tf.variables_initializer([b]))
+        assert sess.run(r).tolist() == [6.0]

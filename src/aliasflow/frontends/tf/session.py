@@ -35,7 +35,7 @@ from ...core.tensor import Tensor as AfTensor
 from ...execution.runner import run as af_run
 from .dtypes import TensorShape
 from .graph import Graph, Operation, Tensor, get_default_graph
-from .accesses import (_ALIASES, _identity_slice, _needed_ops, _read_tensors,
+from .accesses import (_ALIASES, _UPDATES, _identity_slice, _needed_ops, _read_tensors,
                        _trivial_sum, _variable_of)
 from .ops import fill_dims, output_shapes
 
@@ -309,6 +309,16 @@ class Session:
                                      f"variable")
             return views[var.outputs[0]]
 
+        # a variable read here that is neither initialized nor assigned in this run: refuse
+        # before anything runs (reads racing an assign are still checked as they run)
+        assigned = {_variable_of(op.inputs[0], fed)._id for op in order if op.type == "Assign"
+                    and _variable_of(op.inputs[0], fed) is not None}
+        for op in order:
+            for t in _read_tensors(op) + (op.inputs[:1] if op.type in _UPDATES[1:] else []):
+                var = _variable_of(t, fed)
+                if var is not None and var._id not in self._initialized | assigned:
+                    raise AliasflowError(f"attempting to use uninitialized value {var.name} "
+                                         f"(in {op.name!r}); run its initializer first")
         position = {op._id: k for k, op in enumerate(order)}
         token = AfTensor.virtual("control", (max(len(order), 1),), "uint8")
         kernels = []
