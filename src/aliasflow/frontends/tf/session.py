@@ -233,7 +233,8 @@ class Session:
     def run(self, fetches, feed_dict=None):
         """Run what ``fetches`` need and return their values (NumPy; None for operations),
         in the structure of ``fetches`` (nested lists, tuples, dicts)."""
-        structure, elements, fed, views, kernels = self._plan(fetches, feed_dict)
+        structure, elements, fed, views, kernels, order = self._plan(fetches, feed_dict)
+        self._check_variables(order, fed)
         # one worker: creation order, one of the orders the analysis allows; more: the
         # analysis' ordering edges on a thread pool
         graph = analyze(kernels) if self.workers > 1 else None
@@ -309,16 +310,6 @@ class Session:
                                      f"variable")
             return views[var.outputs[0]]
 
-        # a variable read here that is neither initialized nor assigned in this run: refuse
-        # before anything runs (reads racing an assign are still checked as they run)
-        assigned = {_variable_of(op.inputs[0], fed)._id for op in order if op.type == "Assign"
-                    and _variable_of(op.inputs[0], fed) is not None}
-        for op in order:
-            for t in _read_tensors(op) + (op.inputs[:1] if op.type in _UPDATES[1:] else []):
-                var = _variable_of(t, fed)
-                if var is not None and var._id not in self._initialized | assigned:
-                    raise AliasflowError(f"attempting to use uninitialized value {var.name} "
-                                         f"(in {op.name!r}); run its initializer first")
         position = {op._id: k for k, op in enumerate(order)}
         token = AfTensor.virtual("control", (max(len(order), 1),), "uint8")
         kernels = []
@@ -338,7 +329,22 @@ class Session:
             preds |= {position[c._id] for c in op.control_inputs if c._id in position}
             kernels.append(_Kernel(op.name, reads, writes, fn, [token[p] for p in sorted(preds)],
                                    token[k], checks, after))
-        return structure, elements, fed, views, kernels
+        return structure, elements, fed, views, kernels, order
+
+    def _check_variables(self, order: list[Operation], fed: dict) -> None:
+        """Refuse, before anything runs, a variable read that is neither initialized nor
+        assigned in this run (reads racing an assign are still checked as they run)."""
+        assigned = set()
+        for op in order:
+            var = _variable_of(op.inputs[0], fed) if op.type == "Assign" else None
+            if var is not None:
+                assigned.add(var._id)
+        for op in order:
+            for t in _read_tensors(op) + (op.inputs[:1] if op.type in _UPDATES[1:] else []):
+                var = _variable_of(t, fed)
+                if var is not None and var._id not in self._initialized | assigned:
+                    raise AliasflowError(f"attempting to use uninitialized value {var.name} "
+                                         f"(in {op.name!r}); run its initializer first")
 
     def _memory_views(self, order: list[Operation], fed: dict) -> dict:
         """The aliasflow view each tensor of the run lives in, with shapes known at run time."""
