@@ -115,10 +115,10 @@ class Variable:
         g = self.graph
         with g.as_default(), g.name_scope(name if name is not None else op_type) as scope:
             v = _ops._convert(g, value, value_name, dtype=self.dtype.base_dtype)
-            if not v.shape.is_compatible_with(self.shape) or v.shape.rank != self.shape.rank:
-                if v.shape.rank is not None:
-                    raise AliasflowError(f"{op_type} to {self.op.name!r}: shapes {self.shape} "
-                                         f"and {v.shape} are incompatible")
+            if v.shape.rank is not None and not (v.shape.rank == self.shape.rank
+                                                 and v.shape.is_compatible_with(self.shape)):
+                raise AliasflowError(f"{op_type} to {self.op.name!r}: shapes {self.shape} "
+                                     f"and {v.shape} are incompatible")
             dt = self.dtype.base_dtype
             return g._create_op(op_type, [self._variable, v], [(dt.as_ref, self.shape)], scope,
                                 {"T": dt}).outputs[0]
