@@ -403,3 +403,25 @@ def test_uninitialized_read_is_refused_before_anything_runs():
             sess.run(b)
         sess.run(tf.variables_initializer([b]))
         assert sess.run(r).tolist() == [6.0]
+
+
+def test_a_failed_build_leaves_the_graph_unchanged():
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.constant([1.0, 2.0])
+        v = tf.Variable([1.0, 2.0])
+        head = v[0:1]                           # each call is one transaction: these stay
+        p = tf.placeholder(tf.float32)
+        before = names(g)
+        with pytest.raises(af.AliasflowError):
+            a + [1.0, 2.0, 3.0]                 # would make add/y, then fail on shapes
+        with pytest.raises(af.AliasflowError):
+            tf.reduce_sum(a, axis=3)            # would make Sum/reduction_indices
+        with pytest.raises(af.AliasflowError):
+            head.assign([1.0, 2.0])             # would make strided_slice/_assign/value
+        with pytest.raises(af.AliasflowError):
+            tf.Variable(p)                      # unknown shape: no Variable ops left
+        assert names(g) == before and len(tf.global_variables()) == 1
+        assert (a + a).name == "add:0" and tf.reduce_sum(a).op.name == "Sum"
+        assert head.assign([7.0]).name == "strided_slice/_assign:0"
+        assert tf.Variable(1.0).name == "Variable_1:0"

@@ -192,6 +192,39 @@ class Graph:
         self._name_stack = ""
         self._control_stack: list[_ControlDependencies] = []
         self._variables: list = []
+        self._journal: list | None = None  # name counters to restore if a build fails
+
+    @contextmanager
+    def _transaction(self):
+        """Undo every op, name and variable added inside if building fails, so bad input
+        leaves the graph as it was (TensorFlow would keep the ops made before the error)."""
+        if self._journal is not None:  # the outermost transaction decides
+            yield
+            return
+        self._journal = []
+        n_ops, n_vars = len(self._ops), len(self._variables)
+        try:
+            yield
+        except BaseException:
+            for key, old in reversed(self._journal):
+                if old is None:
+                    self._names_in_use.pop(key, None)
+                else:
+                    self._names_in_use[key] = old
+            for op in self._ops[n_ops:]:
+                del self._by_name[op.name]
+                for block in self._control_stack:
+                    block.made_inside.discard(op._id)
+            del self._ops[n_ops:]
+            del self._variables[n_vars:]
+            raise
+        finally:
+            self._journal = None
+
+    def _mark(self, key: str, value: int) -> None:
+        if self._journal is not None:
+            self._journal.append((key, self._names_in_use.get(key)))
+        self._names_in_use[key] = value
 
     # ---- names ------------------------------------------------------------------------------
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
@@ -201,14 +234,14 @@ class Graph:
         key = name.lower()  # names are unique ignoring case (foo and Foo share a counter)
         i = self._names_in_use.get(key, 0)
         if mark_as_used:
-            self._names_in_use[key] = i + 1
+            self._mark(key, i + 1)
         if i > 0:
             base = key
             while key in self._names_in_use:  # skip "add_1" if someone asked for it by name
                 key = f"{base}_{i}"
                 i += 1
             if mark_as_used:
-                self._names_in_use[key] = 1
+                self._mark(key, 1)
             name = f"{name}_{i - 1}"
         return name
 

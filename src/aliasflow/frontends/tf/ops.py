@@ -33,6 +33,21 @@ def _graph_for(*values) -> Graph:
     return found if found is not None else get_default_graph()
 
 
+def atomic(fn):
+    """Build in a transaction on the graph of the arguments: on an error nothing is added."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            graph = _graph_for(*args, *kwargs.values())
+        except AliasflowError:
+            return fn(*args, **kwargs)  # raises the same error, nothing built yet
+        with graph._transaction():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 def _infer_dtype(arr: np.ndarray, value) -> DType:
     if isinstance(value, (np.ndarray, np.generic)):
         return as_dtype(arr.dtype)
@@ -126,17 +141,20 @@ def _convert(graph: Graph, value, name: str, dtype=None, hint=None) -> Tensor:
     return _constant(graph, value, dtype, name=name)
 
 
+@atomic
 def convert_to_tensor(value, dtype=None, name=None) -> Tensor:
     """``tf.convert_to_tensor``: tensors pass through, variables give their value, Python
     and NumPy values become a ``Const``."""
     return _convert(_graph_for(value), value, name or "Const", dtype=dtype)
 
 
+@atomic
 def constant(value, dtype=None, shape=None, name="Const") -> Tensor:
     """``tf.constant``: a ``Const`` op holding ``value`` (copied)."""
     return _constant(get_default_graph(), value, dtype, shape, name)
 
 
+@atomic
 def placeholder(dtype, shape=None, name=None) -> Tensor:
     """``tf.placeholder``: a value that must be fed to ``Session.run``."""
     dt = as_dtype(dtype).base_dtype
@@ -332,21 +350,25 @@ def _binary(op_type: str, default: str, x, y, name) -> Tensor:
         return _elementwise(g, op_type, x, y, scope)
 
 
+@atomic
 def add(x, y, name=None) -> Tensor:
     """``tf.add`` (op type ``AddV2``, default name ``Add``)."""
     return _binary("AddV2", "Add", x, y, name)
 
 
+@atomic
 def subtract(x, y, name=None) -> Tensor:
     """``tf.subtract`` (``Sub``)."""
     return _binary("Sub", "Sub", x, y, name)
 
 
+@atomic
 def multiply(x, y, name=None) -> Tensor:
     """``tf.multiply`` (``Mul``)."""
     return _binary("Mul", "Mul", x, y, name)
 
 
+@atomic
 def truediv(x, y, name=None) -> Tensor:
     """``tf.truediv``: ``RealDiv``, ints cast to float first as TensorFlow does."""
     return _binary("RealDiv", "truediv", x, y, name)
@@ -355,6 +377,7 @@ def truediv(x, y, name=None) -> Tensor:
 divide = truediv
 
 
+@atomic
 def matmul(a, b, name=None) -> Tensor:
     """``tf.matmul`` of two matrices (``MatMul``; no transposes or batches)."""
     g = _graph_for(a, b)
@@ -364,6 +387,7 @@ def matmul(a, b, name=None) -> Tensor:
         return _matmul(g, a, b, scope)
 
 
+@atomic
 def _binary_operator(op_name: str, tensor: Tensor, other, reverse: bool = False) -> Tensor:
     """A Python operator: scope ``add``/``sub``/``mul``/``truediv``/``matmul``; the other
     operand is converted as ``y`` (``b`` for matmul) or, reflected, as ``x``."""
@@ -391,17 +415,20 @@ def _unary(op_type: str, x, name) -> Tensor:
         return _make(g, op_type, [x], dt, scope, {"T": dt})
 
 
+@atomic
 def negative(x, name=None) -> Tensor:
     """``tf.negative`` / ``-x`` (``Neg``)."""
     return _unary("Neg", x, name)
 
 
+@atomic
 def identity(input, name=None) -> Tensor:  # noqa: A002 - TensorFlow's argument name
     """``tf.identity``. At run time the output *is* the input's memory (TensorFlow forwards
     the buffer): reading a variable through it sees writes made before the reader runs."""
     return _unary("Identity", input, name)
 
 
+@atomic
 def cast(x, dtype, name=None) -> Tensor:
     """``tf.cast`` (``Cast``; returns ``x`` itself when the dtype already matches)."""
     g = _graph_for(x)
@@ -415,6 +442,7 @@ def cast(x, dtype, name=None) -> Tensor:
         return _make(g, "Cast", [x], dt, scope, {"SrcT": x.dtype.base_dtype, "DstT": dt})
 
 
+@atomic
 def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                keep_dims=None) -> Tensor:
     """``tf.reduce_sum`` (``Sum``; axis None sums everything, through a root ``Const``)."""
@@ -493,6 +521,7 @@ def _slice_spec(index):
     return py_index, begin, end, strides, masks
 
 
+@atomic
 def _slice(tensor, index, var=None) -> Tensor:
     """``tensor[index]``: the ``strided_slice`` scope with ``stack`` constants, then the op.
 
@@ -518,11 +547,13 @@ def _slice(tensor, index, var=None) -> Tensor:
     return out
 
 
+@atomic
 def no_op(name=None) -> Operation:
     """``tf.no_op`` (``NoOp``)."""
     return get_default_graph()._create_op("NoOp", [], [], name)
 
 
+@atomic
 def group(*inputs, name=None) -> Operation:
     """``tf.group``: a ``NoOp`` (default name ``group_deps``) with the inputs as control
     inputs."""
@@ -568,16 +599,19 @@ def _filled(value, shape, dtype, name, default: str) -> Tensor:
         return _fill(g, dims, value, dt, scope)
 
 
+@atomic
 def zeros(shape, dtype=float32, name=None) -> Tensor:
     """``tf.zeros`` (a ``Const`` named ``zeros``, or ``Fill`` from 1000 elements on)."""
     return _filled(0, shape, dtype, name, "zeros")
 
 
+@atomic
 def ones(shape, dtype=float32, name=None) -> Tensor:
     """``tf.ones`` (a ``Const`` named ``ones``, or ``Fill`` from 1000 elements on)."""
     return _filled(1, shape, dtype, name, "ones")
 
 
+@atomic
 def zeros_like(tensor, dtype=None, name=None) -> Tensor:
     """``tf.zeros_like``: ``zeros`` of a fully defined shape, else a ``ZerosLike`` op."""
     g = _graph_for(tensor)
@@ -591,6 +625,7 @@ def zeros_like(tensor, dtype=None, name=None) -> Tensor:
         return _make(g, "ZerosLike", [x], dt, scope, {"T": dt})
 
 
+@atomic
 def ones_like(tensor, dtype=None, name=None) -> Tensor:
     """``tf.ones_like``: ``Fill`` with the shape as a ``Const`` (or a ``Shape`` op)."""
     g = _graph_for(tensor)

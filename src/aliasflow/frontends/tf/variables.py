@@ -40,7 +40,7 @@ class Variable:
         g = _ops._graph_for(initial_value)
         self.graph = g
         # TensorFlow makes variables under init_scope: no control dependencies apply
-        with g.as_default(), g.control_dependencies(None), \
+        with g._transaction(), g.as_default(), g.control_dependencies(None), \
                 g.name_scope(name if name is not None else "Variable") as scope:
             init = _ops._convert(g, initial_value, "initial_value", dtype=dtype)
             if _depends_on_variable(init):
@@ -57,7 +57,7 @@ class Variable:
             self._initial_value = init
             self._initializer_op = self._update("Assign", init, None, "value").op
             self._snapshot = _ops.identity(self._variable, name="read")
-        g._variables.append(self)
+            g._variables.append(self)
 
     # ---- what TensorFlow exposes ------------------------------------------------------------
     @property
@@ -113,7 +113,7 @@ class Variable:
     # ---- updates ----------------------------------------------------------------------------
     def _update(self, op_type: str, value, name, value_name="value") -> Tensor:
         g = self.graph
-        with g.as_default(), g.name_scope(name if name is not None else op_type) as scope:
+        with g._transaction(), g.as_default(), g.name_scope(name if name is not None else op_type) as scope:
             v = _ops._convert(g, value, value_name, dtype=self.dtype.base_dtype)
             if v.shape.rank is not None and not (v.shape.rank == self.shape.rank
                                                  and v.shape.is_compatible_with(self.shape)):
@@ -141,7 +141,7 @@ class Variable:
 
     def _strided_slice_assign(self, py_index, stacks, masks, value, name) -> Tensor:
         g = self.graph
-        with g.as_default(), g.name_scope(name) as scope:
+        with g._transaction(), g.as_default(), g.name_scope(name) as scope:
             v = _ops._convert(g, value, "value", dtype=self.dtype.base_dtype)
             target = _ops._slice_shape(scope[:-1], self.shape, py_index)
             if v.shape.rank is not None and not (
