@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import Graph, Operation, Tensor
-from .ops import _expand_index
+from .shapes import _expand_index
 
 _UPDATES = ("Assign", "AssignAdd", "AssignSub", "StridedSliceAssign")
 _ALIASES = ("Identity", "VariableV2") + _UPDATES  # outputs that are their input's memory

@@ -37,7 +37,7 @@ from .dtypes import TensorShape
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .accesses import (_ALIASES, _UPDATES, _identity_slice, _needed_ops, _read_tensors,
                        _trivial_sum, _variable_of)
-from .ops import fill_dims, output_shapes
+from .shapes import fill_dims, output_shapes
 
 
 def _accessed(op: Operation, view_of, var_view):

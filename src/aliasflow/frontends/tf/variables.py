@@ -14,6 +14,7 @@ from ...core.errors import AliasflowError
 from .dtypes import TensorShape
 from .graph import Operation, Tensor, get_default_graph
 from . import ops as _ops
+from .shapes import _slice_shape
 
 
 def _depends_on_variable(t: Tensor) -> bool:
@@ -143,7 +144,7 @@ class Variable:
         g = self.graph
         with g._transaction(), g.as_default(), g.name_scope(name) as scope:
             v = _ops._convert(g, value, "value", dtype=self.dtype.base_dtype)
-            target = _ops._slice_shape(scope[:-1], self.shape, py_index)
+            target = _slice_shape(scope[:-1], self.shape, py_index)
             if v.shape.rank is not None and not (
                     v.shape.rank == target.rank and v.shape.is_compatible_with(target)):
                 raise AliasflowError(f"slice assignment {scope[:-1]!r}: value shape {v.shape} "
