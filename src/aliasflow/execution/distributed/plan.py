@@ -1,0 +1,279 @@
+"""The functionalized program: storages cut into blocks, each op one pure task on block versions.
+
+Every storage is cut into blocks of ``block_bytes`` bytes (the last may be shorter). Version 0
+of a block is its content before the run; an op that writes a block makes the next version.
+A task reads the current version of every block one of its views touches: the blocks its
+inputs touch, and the blocks its outputs touch but do not cover whole (read-modify-write: the
+bytes it does not write must come from the old version). Blocks an output covers whole are
+written without being read. The only edges left between tasks are read-after-write ones, carried
+by the versions; write-after-read and write-after-write disappear because versions are
+immutable. The price: two ops writing disjoint parts of one block are serialised.
+
+The plan is plain records (no engine in sight); :mod:`.execute` runs a task on bytes, the
+backends turn the records into Dask graphs or Ray tasks.
+
+>>> import aliasflow as af
+>>> A = af.Tensor("A", (4, 4), dtype="float32")
+>>> ops = [af.FillOperation("fill", 1.0).set_outputs(A[:2]),
+...        af.TransformOperation("copy").set_inputs(A[:, 0]).set_outputs(A[3])]
+>>> p = plan(ops, block_bytes=16)
+>>> [(t.op_name, t.reads, t.writes) for t in p.tasks]
+[('fill', (), ((0, 0, 1), (0, 1, 1))), ('copy', ((0, 0, 1), (0, 1, 1), (0, 2, 0), (0, 3, 0)), ((0, 3, 1),))]
+>>> p.tasks[1].rmw, p.figures.tasks, p.figures.blocks
+((), 2, 4)
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...core.errors import AliasflowError
+from ...core.operations import Operation
+from ...core.program import check_ops
+from ...core.view import TensorView
+from .blocks import Footprint
+
+BlockVersion = tuple  # (storage index, block index, version); version 0 = before the run
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20,
+          "gib": 2**30}
+
+
+def parse_bytes(value) -> int:
+    """A positive byte count from an int or a string such as ``"64KiB"``, ``"16MiB"``, ``"4096"``.
+
+    >>> parse_bytes("16MiB"), parse_bytes("64 KiB"), parse_bytes(7), parse_bytes("1.5KiB")
+    (16777216, 65536, 7, 1536)
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise AliasflowError(f"block_bytes must be a positive int or a size like '16MiB', "
+                             f"got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        n = int(value)
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", value)
+        unit = m.group(2).lower() if m else None
+        if m is None or unit not in _UNITS:
+            raise AliasflowError(f"block_bytes {value!r} is not a size like 4096, '64KiB', "
+                                 f"'16MiB' (units B, KB, MB, GB, KiB, MiB, GiB)")
+        n = float(m.group(1)) * _UNITS[unit]
+        if n != int(n):
+            raise AliasflowError(f"block_bytes {value!r} is not a whole number of bytes")
+        n = int(n)
+    else:
+        raise AliasflowError(f"block_bytes must be a positive int or a size like '16MiB', "
+                             f"got {value!r}")
+    if n < 1:
+        raise AliasflowError(f"block_bytes must be at least 1 byte, got {value!r}")
+    return n
+
+
+# ---- the one adapter between aliasflow's view model and bytes ---------------------------------
+def storage_of(view: TensorView):
+    """``(key, name, nbytes)`` of the memory ``view`` addresses; views with one key alias."""
+    t = view.tensor
+    return t, t.name, t.get_storage_size() * t.itemsize
+
+
+def byte_layout(view: TensorView):
+    """``(offset, shape, stride)`` in bytes, the element's own bytes as a last dim."""
+    isz = view.dtype.itemsize
+    return (view.offset * isz, tuple(view.shape) + (isz,),
+            tuple(s * isz for s in view.stride) + (1,))
+
+
+@dataclass(frozen=True)
+class StorageInfo:
+    index: int
+    name: str
+    nbytes: int
+    itemsize: int       # element size of the storage's own dtype: windows align to it
+    nblocks: int
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """A view in bytes of one storage, enough to rebuild it over a local window."""
+    name: str
+    storage: int
+    offset: int         # bytes
+    shape: tuple
+    stride: tuple       # bytes
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Task:
+    index: int                  # position of the op in program order
+    op_name: str
+    inputs: tuple               # ViewSpecs, in the op's order
+    outputs: tuple
+    reads: tuple                # BlockVersions read, sorted
+    writes: tuple               # BlockVersions made, sorted
+    rmw: tuple                  # the writes whose old version is read (not covered whole)
+    input_bytes: int            # distinct bytes the input views touch, summed over views
+
+
+@dataclass(frozen=True)
+class Figures:
+    tasks: int
+    storages: int
+    blocks: int                 # blocks in all storages
+    blocks_touched: int         # blocks some task reads or writes
+    reads_per_task: float
+    writes_per_task: float
+    max_blocks_per_task: int
+    rmw_writes: int
+    bytes_loaded: int           # version-0 blocks read by some task
+    bytes_read: int             # block bytes handed to tasks
+    bytes_written: int          # block bytes tasks return
+    # bytes_read / bytes the input views touch (distinct per view, summed over views): what
+    # blocking and read-modify-write cost over reading exactly the views
+    read_amplification: float
+    critical_path: int          # tasks on the longest read-after-write chain
+
+    def rows(self) -> list[tuple[str, str]]:
+        return [("tasks", f"{self.tasks}"), ("storages", f"{self.storages}"),
+                ("blocks", f"{self.blocks} ({self.blocks_touched} touched)"),
+                ("blocks read per task", f"{self.reads_per_task:.2f}"),
+                ("blocks written per task", f"{self.writes_per_task:.2f}"),
+                ("most blocks in one task", f"{self.max_blocks_per_task}"),
+                ("read-modify-write block writes", f"{self.rmw_writes}"),
+                ("bytes loaded", _size(self.bytes_loaded)),
+                ("bytes read by tasks", _size(self.bytes_read)),
+                ("bytes written by tasks", _size(self.bytes_written)),
+                ("read amplification", f"{self.read_amplification:.2f}"),
+                ("critical path (tasks)", f"{self.critical_path}")]
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit} ({n} B)"
+    return f"{n} B"
+
+
+@dataclass
+class Plan:
+    """Tasks in program order over versioned blocks (see the module doc)."""
+    block_bytes: int
+    storages: tuple             # StorageInfo
+    tasks: tuple                # Task
+    final: tuple                # last BlockVersion of every block some task writes
+    figures: Figures
+    ops: list = field(repr=False)          # the ops themselves (kernels), by task index
+    tensors: list = field(repr=False)      # storage key objects, by storage index
+
+    def block_range(self, s: int, b: int) -> tuple[int, int]:
+        """Byte range ``[lo, hi)`` of block ``b`` of storage ``s``."""
+        lo = b * self.block_bytes
+        return lo, min(lo + self.block_bytes, self.storages[s].nbytes)
+
+    def state_before(self, k: int) -> tuple:
+        """The last version, before task ``k``, of every block tasks before ``k`` write."""
+        last = {}
+        for t in self.tasks[:k]:
+            for s, b, v in t.writes:
+                last[s, b] = v
+        return tuple((s, b, v) for (s, b), v in sorted(last.items()))
+
+    def truncated(self, k: int) -> "Plan":
+        """The plan of the first ``k`` tasks."""
+        return Plan(self.block_bytes, self.storages, self.tasks[:k], self.state_before(k),
+                    self.figures, self.ops[:k], self.tensors)
+
+
+def plan(ops, block_bytes="16MiB") -> Plan:
+    """Functionalize ``ops`` over blocks of ``block_bytes`` (int, or a size like ``"64KiB"``).
+
+    Exact: a task reads a block only if one of its views touches one of the block's bytes, and
+    a write is read-modify-write unless one output view covers the whole block. (Several
+    outputs that only together cover a block count as a partial write: correct, one extra read.)
+    """
+    ops = check_ops(ops)
+    B = parse_bytes(block_bytes)
+    keys: dict[int, int] = {}
+    storages: list[StorageInfo] = []
+    tensors = []
+    version: dict[tuple[int, int], int] = {}
+    producer: dict[tuple, int] = {}          # BlockVersion -> task index
+    depth: list[int] = []
+    tasks = []
+    loaded: set = set()
+
+    def storage_index(view):
+        key, name, nbytes = storage_of(view)
+        s = keys.get(id(key))
+        if s is None:
+            s = keys[id(key)] = len(storages)
+            storages.append(StorageInfo(s, name, nbytes, view.tensor.itemsize,
+                                        -(-nbytes // B)))
+            tensors.append(key)
+        return s
+
+    def spec(view):
+        s = storage_index(view)
+        off, shape, stride = byte_layout(view)
+        return ViewSpec(view.name, s, off, shape[:-1], stride[:-1], view.dtype.str), \
+            s, Footprint(off, shape, stride)
+
+    for k, op in enumerate(ops):
+        read: set = set()
+        inputs, outputs, input_bytes = [], [], 0
+        for v in op.input_views:
+            sp, s, fp = spec(v)
+            inputs.append(sp)
+            read.update((s, b) for b in fp.blocks(B, storages[s].nbytes))
+            input_bytes += fp.count if not fp.fallback else v.size * v.dtype.itemsize
+        written: dict[tuple[int, int], bool] = {}   # block -> covered whole by one output
+        for v in op.output_views:
+            sp, s, fp = spec(v)
+            outputs.append(sp)
+            nbytes = storages[s].nbytes
+            for b in fp.blocks(B, nbytes):
+                if not written.get((s, b)):
+                    written[s, b] = fp.covers(b, B, nbytes)
+        rmw_blocks = [sb for sb, whole in written.items() if not whole]
+        read.update(rmw_blocks)
+        reads = tuple(sorted((s, b, version.get((s, b), 0)) for s, b in read))
+        writes, rmw = [], []
+        for (s, b) in sorted(written):
+            v = version[s, b] = version.get((s, b), 0) + 1
+            writes.append((s, b, v))
+            producer[s, b, v] = k
+            if not written[s, b]:
+                rmw.append((s, b, v))
+        depth.append(1 + max((depth[producer[r]] for r in reads if r in producer), default=0))
+        loaded.update((s, b) for s, b, v in reads if v == 0)
+        tasks.append(Task(k, op.name, tuple(inputs), tuple(outputs), reads, tuple(writes),
+                          tuple(rmw), input_bytes))
+
+    storages_t = tuple(storages)
+    final = tuple((s, b, v) for (s, b), v in sorted(version.items()))
+    return Plan(B, storages_t, tuple(tasks), final,
+                _figures(B, storages_t, tasks, loaded, depth, version), ops, tensors)
+
+
+def _figures(B, storages, tasks, loaded, depth, version) -> Figures:
+    def nb(s, b):
+        return min(B, storages[s].nbytes - b * B)
+
+    n = len(tasks)
+    bytes_read = sum(nb(s, b) for t in tasks for s, b, _ in t.reads)
+    need = sum(t.input_bytes for t in tasks)
+    touched = {(s, b) for t in tasks for s, b, _ in t.reads + t.writes}
+    return Figures(
+        tasks=n, storages=len(storages), blocks=sum(s.nblocks for s in storages),
+        blocks_touched=len(touched),
+        reads_per_task=sum(len(t.reads) for t in tasks) / n if n else 0.0,
+        writes_per_task=sum(len(t.writes) for t in tasks) / n if n else 0.0,
+        max_blocks_per_task=max((len({(s, b) for s, b, _ in t.reads + t.writes})
+                                 for t in tasks), default=0),
+        rmw_writes=sum(len(t.rmw) for t in tasks),
+        bytes_loaded=sum(nb(s, b) for s, b in loaded),
+        bytes_read=bytes_read,
+        bytes_written=sum(nb(s, b) for t in tasks for s, b, _ in t.writes),
+        read_amplification=bytes_read / need if need else (float("inf") if bytes_read else 1.0),
+        critical_path=max(depth, default=0))

@@ -1,0 +1,230 @@
+"""The functionalized plan, without any engine: block sets against brute force, and the plan run
+in process (block windows poisoned) against program order, byte for byte."""
+import copy
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+import aliasflow as af
+from aliasflow.execution.distributed import blocks as blocks_mod
+from aliasflow.execution.distributed import LocalBackend, parse_bytes, plan, run, run_plan
+from aliasflow.execution.distributed.blocks import Footprint
+
+from strategies import brute_footprint, programs
+
+
+# ---- oracles: every byte enumerated ----------------------------------------------------------
+def byte_cells(view) -> set[int]:
+    isz = view.dtype.itemsize
+    return {p * isz + j for p in brute_footprint(view.offset, view.shape, view.stride)
+            for j in range(isz)}
+
+
+def brute_blocks(cells, B):
+    return {c // B for c in cells}
+
+
+def brute_covered(cells, B, nbytes):
+    return {b for b in brute_blocks(cells, B)
+            if all(c in cells for c in range(b * B, min((b + 1) * B, nbytes)))}
+
+
+@st.composite
+def layouts(draw, max_dims=4, max_size=5, max_stride=40):
+    ndim = draw(st.integers(0, max_dims))
+    shape = tuple(draw(st.integers(0, max_size)) for _ in range(ndim))
+    stride = tuple(draw(st.integers(-max_stride, max_stride)) for _ in range(ndim))
+    low = sum(s * (n - 1) for s, n in zip(stride, shape) if s < 0 and n)
+    offset = draw(st.integers(-low, -low + 50))
+    return offset, shape, stride
+
+
+def check_footprint(layout, B):
+    cells = brute_footprint(*layout)
+    f = Footprint(*layout)
+    nbytes = max(cells, default=0) + 1 + (B // 2)
+    assert set(f.blocks(B, nbytes)) == brute_blocks(cells, B)
+    assert len(f.blocks(B, nbytes)) == len(set(f.blocks(B, nbytes)))
+    assert {b for b in f.blocks(B, nbytes) if f.covers(b, B, nbytes)} == \
+        brute_covered(cells, B, nbytes)
+    if not f.fallback:
+        top = max(cells, default=0) + 3
+        ordered = sorted(cells)
+        for q in range(-2, top):
+            assert f.count_le(q) == sum(1 for c in cells if c <= q)
+            nxt = next((c for c in ordered if c >= q), None)
+            assert f.next_ge(q) == nxt
+
+
+@settings(max_examples=300, deadline=None)
+@given(layouts(), st.integers(1, 70))
+def test_blocks_and_counts_against_brute_force(layout, B):
+    check_footprint(layout, B)
+
+
+@settings(max_examples=150, deadline=None)
+@given(layouts(max_dims=3, max_size=6, max_stride=12), st.integers(1, 40),
+       st.sampled_from(["bitmap", "solver"]))
+def test_other_paths_against_brute_force(monkeypatch_layout, B, path):
+    """The bitmap and the per-block solver fallback, forced on small layouts."""
+    saved = blocks_mod.ENUMERATE_LIMIT, blocks_mod.BITMAP_LIMIT
+    try:
+        blocks_mod.ENUMERATE_LIMIT = 0
+        if path == "solver":
+            blocks_mod.BITMAP_LIMIT = 0
+        check_footprint(monkeypatch_layout, B)
+    finally:
+        blocks_mod.ENUMERATE_LIMIT, blocks_mod.BITMAP_LIMIT = saved
+
+
+def test_far_apart_blocks_are_found_without_enumerating():
+    # 24,000 runs of 8 bytes, 1 MiB apart, on 1 KiB blocks: one query per touched block
+    f = Footprint(0, (24_000, 8), (1 << 20, 1))
+    got = f.blocks(1024, 24_000 << 20)
+    assert got == [k * 1024 for k in range(24_000)]
+    assert not any(f.covers(b, 1024, 24_000 << 20) for b in got[:10])
+    assert Footprint(0, (10**9,), (1,)).covers(5, 4096, 10**9)
+
+
+def test_parse_bytes():
+    assert parse_bytes("16MiB") == 16 << 20
+    assert parse_bytes("64KiB") == 65536
+    assert parse_bytes(" 2 GB ") == 2 * 10**9
+    assert parse_bytes("1b") == 1
+    for bad in ["", "MiB", "-1", "0", 0, -5, "1.3B", "12 parsecs", 1.5, True, None, "1e3"]:
+        with pytest.raises(af.AliasflowError, match="block_bytes"):
+            parse_bytes(bad)
+
+
+# ---- plans against brute force ---------------------------------------------------------------
+def storages_of(ops):
+    seen = {}
+    for op in ops:
+        for v in op.input_views + op.output_views:
+            seen.setdefault(id(v.tensor), v.tensor)
+    return seen
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(max_ops=8, executable=False, max_tensors=2), st.integers(1, 200))
+def test_plan_block_sets_against_brute_force(ops, B):
+    p = plan(ops, block_bytes=B)
+    index = {id(t): s for s, t in enumerate(p.tensors)}
+    version = {}
+    for op, t in zip(ops, p.tasks):
+        reads, written, whole = set(), set(), set()
+        for v in op.input_views:
+            reads |= {(index[id(v.tensor)], b) for b in brute_blocks(byte_cells(v), B)}
+        for v in op.output_views:
+            s = index[id(v.tensor)]
+            nbytes = v.tensor.data.nbytes
+            cells = byte_cells(v)
+            written |= {(s, b) for b in brute_blocks(cells, B)}
+            whole |= {(s, b) for b in brute_covered(cells, B, nbytes)}
+        rmw = written - whole
+        assert {(s, b) for s, b, _ in t.reads} == reads | rmw
+        assert {(s, b) for s, b, _ in t.writes} == written
+        assert {(s, b) for s, b, _ in t.rmw} == rmw
+        for s, b, v in t.reads:
+            assert v == version.get((s, b), 0)
+        for s, b, v in t.writes:
+            assert v == version.get((s, b), 0) + 1
+            version[s, b] = v
+    assert set(p.final) == {(s, b, v) for (s, b), v in version.items()}
+
+
+# ---- plan runs against program order ---------------------------------------------------------
+def snapshot(ops):
+    state = {t.name: t.data.tobytes() for t in storages_of(ops).values()}
+    results = {op.name: None if op.result is None else
+               (np.asarray(op.result).dtype.str, np.shape(op.result),
+                np.asarray(op.result).tobytes()) for op in ops}
+    return state, results
+
+
+def outcome(fn, ops):
+    try:
+        fn(ops)
+        err = None
+    except af.ExecutionError as exc:
+        err = exc.op_name
+    return err, snapshot(ops)
+
+
+def with_dtypes(ops, dtype):
+    """Recast every storage (same shapes), so elements have another width."""
+    for t in storages_of(ops).values():
+        t.data = t.data.astype(dtype)
+        t.dtype = t.data.dtype
+    return ops
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(max_ops=10, executable=True, max_tensors=3),
+       st.one_of(st.integers(1, 16), st.integers(17, 400)),
+       st.sampled_from(["float64", "float32", "int16"]), st.sampled_from([0x00, 0xFF, 0xA5]))
+def test_plan_equals_program_order_byte_for_byte(ops, B, dtype, poison):
+    ops = with_dtypes(ops, dtype)
+    twin = copy.deepcopy(ops)
+    want = outcome(af.run, twin)
+    got = outcome(lambda o: run(o, LocalBackend(poison=poison), block_bytes=B), ops)
+    assert got == want
+
+
+def test_poison_catches_a_skipped_read_modify_write(monkeypatch):
+    """Claiming every write covers its blocks whole must break the result."""
+    def make():
+        A = af.Tensor("A", (8,), "float32", data=np.arange(8))
+        return [af.FillOperation("f", 7.0).set_outputs(A[1:3])]
+    monkeypatch.setattr(Footprint, "covers", lambda self, b, B, n: True)
+    ops, twin = make(), make()
+    af.run(twin)
+    run(ops, LocalBackend(poison=0xFF), block_bytes=8)
+    assert snapshot(ops) != snapshot(twin)
+
+
+def test_reduction_keeps_strides_and_order():
+    """A reduction over a transposed, stepped view in float32 sums in program order's order."""
+    rng = np.random.default_rng(0)
+    data = (rng.standard_normal(4096) * 1e4).astype(np.float32)
+    A = af.Tensor("A", (64, 64), "float32", data=data.reshape(64, 64))
+    ops = [af.ReduceOperation("r", axis=0).set_inputs(A[::-3, 1::2].T),
+           af.ReduceOperation("w", axis=1).set_inputs(A.T).set_outputs(A[5, :])]
+    twin = copy.deepcopy(ops)
+    af.run(twin)
+    run(ops, LocalBackend(poison=0xFF), block_bytes=100)
+    assert snapshot(ops) == snapshot(twin)
+
+
+def test_failure_names_the_op_and_leaves_the_state_before_it():
+    A = af.Tensor("A", (4, 4), "float64")
+    ops = [af.FillOperation("one", 1.0).set_outputs(A[:2]),
+           af.TransformOperation("bad", lambda x: 1 / 0).set_inputs(A[0]).set_outputs(A[3]),
+           af.FillOperation("three", 3.0).set_outputs(A.view())]
+    with pytest.raises(af.ExecutionError, match="'bad'.*ZeroDivisionError") as info:
+        run(ops, LocalBackend(), block_bytes=24)
+    assert info.value.op_name == "bad"
+    assert A.data.tolist() == [[1.0] * 4] * 2 + [[0.0] * 4] * 2
+
+
+def test_figures_and_errors():
+    A = af.Tensor("A", (1024,), "float32")
+    ops = [af.FillOperation("f", 1.0).set_outputs(A[::2]),
+           af.ReduceOperation("r").set_inputs(A[:256])]
+    p = plan(ops, "1KiB")
+    f = p.figures
+    assert (f.tasks, f.blocks, f.blocks_touched, f.rmw_writes) == (2, 4, 4, 4)
+    assert f.bytes_read == 4096 + 1024 and f.bytes_written == 4096
+    assert f.read_amplification == pytest.approx((4096 + 1024) / 1024)
+    assert f.critical_path == 2
+    with pytest.raises(af.AliasflowError, match="block_bytes"):
+        plan(ops, "lots")
+    with pytest.raises(af.AliasflowError, match="backend"):
+        run(ops, backend="dask")
+    V = af.Tensor.virtual("V", (10**6,))
+    vp = plan([af.FillOperation("f", 1.0).set_outputs(V[::3])], 4096)
+    assert vp.figures.blocks == 977
+    with pytest.raises(af.AliasflowError, match="virtual"):
+        run_plan(vp, LocalBackend())
