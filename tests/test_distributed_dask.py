@@ -45,6 +45,11 @@ def client():
         cluster.close(timeout=30)
 
 
+def test_cluster_is_on_loopback_only(client):
+    addresses = [client.scheduler.address] + list(client.scheduler_info()["workers"])
+    assert len(addresses) == 3 and all(a.startswith("tcp://127.0.0.1:") for a in addresses)
+
+
 def random_program(seed, n_ops=30, size=4096, kernel=None):
     """Overlapping, strided, flipped, transposed views over two storages."""
     rng = np.random.default_rng(seed)
@@ -138,3 +143,29 @@ def test_killed_worker_still_gives_program_order(client):
     with pytest.raises(ProcessLookupError):
         os.kill(victim, 0)    # the victim really died (the nanny started a new one)
     client.wait_for_workers(2, timeout=60)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(programs(max_ops=8, executable=True, max_tensors=2), st.integers(1, 300))
+def test_cluster_equals_program_order(client, ops, B):
+    twin = copy.deepcopy(ops)
+    want = outcome(af.run, twin)
+    got = outcome(lambda o: run(o, DaskBackend(client, timeout=TIMEOUT, poison=0xA5),
+                                block_bytes=B), ops)
+    assert got == want
+
+
+def test_cli_run_on_a_local_dask_cluster(tmp_path):
+    from typer.testing import CliRunner
+    from aliasflow.cli import app
+    from test_distributed_plan import cli_program
+    path, _ = cli_program(tmp_path)
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    runner = CliRunner()
+    assert runner.invoke(app, ["run", str(path), "--save", str(a)]).exit_code == 0
+    res = runner.invoke(app, ["run", str(path), "--backend", "dask", "--block-bytes", "40",
+                              "--save", str(b)])
+    assert res.exit_code == 0 and "on dask in blocks" in res.output, res.output
+    x, y = np.load(a), np.load(b)
+    assert x.files == y.files and all(x[k].tobytes() == y[k].tobytes() for k in x.files)

@@ -228,3 +228,58 @@ def test_figures_and_errors():
     assert vp.figures.blocks == 977
     with pytest.raises(af.AliasflowError, match="virtual"):
         run_plan(vp, LocalBackend())
+
+
+# ---- the command line ------------------------------------------------------------------------
+def cli_program(tmp_path):
+    from aliasflow.io import save_program
+    A = af.Tensor("A", (8, 8), "float64", data=np.arange(64).reshape(8, 8))
+    ops = [af.FillOperation("f", 1.0).set_outputs(A[1:3, ::2]),
+           af.TransformOperation("t", "negative").set_inputs(A.T[:, 2]).set_outputs(A[7]),
+           af.ReduceOperation("r").set_inputs(A[::-1, 3:])]
+    path = tmp_path / "p.json"
+    save_program(af.Program(ops), path)
+    return path, ops
+
+
+def test_cli_plan_and_local_run(tmp_path):
+    import json
+    from typer.testing import CliRunner
+    from aliasflow.cli import app
+    path, ops = cli_program(tmp_path)
+    runner = CliRunner()
+    res = runner.invoke(app, ["plan", str(path), "--block-bytes", "64", "--json"])
+    assert res.exit_code == 0, res.output
+    figures = json.loads(res.output)
+    p = plan(ops, 64)
+    assert figures["tasks"] == 3 and figures["block_bytes"] == 64
+    assert figures["bytes_read"] == p.figures.bytes_read
+    res = runner.invoke(app, ["plan", str(path), "--block-bytes", "1KiB"])
+    assert res.exit_code == 0 and "read amplification" in res.output
+    for bad in (["plan", str(path), "--block-bytes", "0"],
+                ["run", str(path), "--backend", "mpi"],
+                ["run", str(path), "--block-bytes", "huge"]):
+        res = runner.invoke(app, bad)
+        assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
+        assert "error:" in res.output and "Traceback" not in res.output
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    assert runner.invoke(app, ["run", str(path), "--save", str(a)]).exit_code == 0
+    res = runner.invoke(app, ["run", str(path), "--backend", "local", "--block-bytes", "24",
+                              "--save", str(b)])
+    assert res.exit_code == 0 and "on local in blocks" in res.output
+    x, y = np.load(a), np.load(b)
+    assert x.files == y.files and all(x[k].tobytes() == y[k].tobytes() for k in x.files)
+
+
+def test_af_run_hands_off_and_aliasflow_imports_no_engine():
+    import subprocess
+    import sys
+    code = ("import sys, aliasflow as af; af.distributed.plan; "
+            "print(any(m.split('.')[0] in ('dask', 'distributed', 'ray') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "False", out.stderr
+    A = af.Tensor("A", (6,), "float32", data=np.arange(6))
+    op = af.ReduceOperation("r").set_inputs(A[::-2])
+    af.run([op], block_bytes=5)
+    assert op.result.tolist() == 9.0

@@ -15,8 +15,11 @@ ray = pytest.importorskip("ray")
 import aliasflow as af  # noqa: E402
 from aliasflow.execution.distributed import RayBackend, run  # noqa: E402
 
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from strategies import programs  # noqa: E402
 from test_distributed_dask import check_against_program_order, random_program  # noqa: E402
-from test_distributed_plan import snapshot  # noqa: E402
+from test_distributed_plan import outcome, snapshot  # noqa: E402
 
 TIMEOUT = 120  # seconds any one run may take
 
@@ -52,6 +55,21 @@ def test_failure_names_the_op_and_keeps_the_state_before(backend):
         run(ops, backend, block_bytes=16)
     assert info.value.op_name == "bad"
     assert A.data.tolist() == [1.0] * 8 + [0.0] * 8
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(programs(max_ops=8, executable=True, max_tensors=2), st.integers(1, 300))
+def test_cluster_equals_program_order(backend, ops, B):
+    import copy
+    twin = copy.deepcopy(ops)
+    want = outcome(af.run, twin)
+    backend.poison = 0xA5
+    try:
+        got = outcome(lambda o: run(o, backend, block_bytes=B), ops)
+    finally:
+        backend.poison = None
+    assert got == want
 
 
 def pid_logging_add(directory):
