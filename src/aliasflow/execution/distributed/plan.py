@@ -24,6 +24,7 @@ backends turn the records into Dask graphs or Ray tasks.
 """
 from __future__ import annotations
 
+import gc
 import re
 from dataclasses import dataclass, field
 
@@ -194,6 +195,18 @@ def plan(ops, block_bytes="16MiB") -> Plan:
     """
     ops = check_ops(ops)
     B = parse_bytes(block_bytes)
+    # The plan makes millions of small tuples and no cycles: the cyclic collector's passes
+    # over them would cost a third of the time.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(ops, B)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _plan(ops, B: int) -> Plan:
     keys: dict[int, int] = {}
     storages: list[StorageInfo] = []
     tensors = []
@@ -213,28 +226,45 @@ def plan(ops, block_bytes="16MiB") -> Plan:
             tensors.append(key)
         return s
 
-    def spec(view):
+    views: dict[int, tuple] = {}    # id(view) -> (view, spec, blocks, whole blocks, bytes)
+    layouts: dict[tuple, tuple] = {}  # (storage, byte layout) -> (blocks, whole blocks, bytes)
+
+    def access(view):
+        """The view's spec, the blocks it touches and those it covers whole (memoised: traces
+        use the same views and windows over and over)."""
+        hit = views.get(id(view))
+        if hit is not None and hit[0] is view:
+            return hit[1:]
         s = storage_index(view)
-        off, shape, stride = byte_layout(view)
-        return ViewSpec(view.name, s, off, shape[:-1], stride[:-1], view.dtype.str), \
-            s, Footprint(off, shape, stride)
+        layout = byte_layout(view)
+        found = layouts.get((s, layout))
+        if found is None:
+            fp = Footprint(*layout)
+            nbytes = storages[s].nbytes
+            touched = tuple((s, b) for b in fp.blocks(B, nbytes))
+            whole = frozenset((s, b) for s, b in touched if fp.covers(b, B, nbytes))
+            size = fp.count if not fp.fallback else view.size * view.dtype.itemsize
+            found = layouts[s, layout] = (touched, whole, size)
+        off, shape, stride = layout
+        out = (ViewSpec(view.name, s, off, shape[:-1], stride[:-1], view.dtype.str),) + found
+        views[id(view)] = (view,) + out
+        return out
 
     for k, op in enumerate(ops):
         read: set = set()
         inputs, outputs, input_bytes = [], [], 0
         for v in op.input_views:
-            sp, s, fp = spec(v)
+            sp, touched, _, size = access(v)
             inputs.append(sp)
-            read.update((s, b) for b in fp.blocks(B, storages[s].nbytes))
-            input_bytes += fp.count if not fp.fallback else v.size * v.dtype.itemsize
+            read.update(touched)
+            input_bytes += size
         written: dict[tuple[int, int], bool] = {}   # block -> covered whole by one output
         for v in op.output_views:
-            sp, s, fp = spec(v)
+            sp, touched, whole, _ = access(v)
             outputs.append(sp)
-            nbytes = storages[s].nbytes
-            for b in fp.blocks(B, nbytes):
-                if not written.get((s, b)):
-                    written[s, b] = fp.covers(b, B, nbytes)
+            for sb in touched:
+                if not written.get(sb):
+                    written[sb] = sb in whole
         rmw_blocks = [sb for sb, whole in written.items() if not whole]
         read.update(rmw_blocks)
         reads = tuple(sorted((s, b, version.get((s, b), 0)) for s, b in read))
