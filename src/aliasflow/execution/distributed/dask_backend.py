@@ -19,6 +19,8 @@ from __future__ import annotations
 import operator
 import time
 import uuid
+import warnings
+from contextlib import nullcontext
 from functools import partial
 
 import dask
@@ -91,11 +93,13 @@ class DaskBackend:
         blocks = sorted({sb for sb in home.values() if sb[0] is not None})
         slot = {sb: workers[i * len(workers) // len(blocks)] for i, sb in enumerate(blocks)}
         placement = {key: slot[sb] for key, sb in home.items() if sb in slot}
-        if placement:
-            with dask.annotate(workers=partial(_home, placement), allow_other_workers=True):
+        with warnings.catch_warnings():
+            # The initial blocks are in the graph on purpose (loader tasks the scheduler can
+            # rerun after a worker dies), so a big graph is expected, not a mistake.
+            warnings.filterwarnings("ignore", message="Sending large graph")
+            with dask.annotate(workers=partial(_home, placement), allow_other_workers=True) \
+                    if placement else nullcontext():
                 futures = client.get(dsk, finals + results, sync=False)
-        else:
-            futures = client.get(dsk, finals + results, sync=False)
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         n = len(finals)
         by_future = {f: k for k, f in enumerate(futures)}
