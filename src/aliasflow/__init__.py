@@ -31,7 +31,7 @@ def __getattr__(name):
     # aliasflow.distributed on first use: importing aliasflow never imports Dask or Ray
     if name == "distributed":
         import importlib
-        return importlib.import_module(".execution.distributed", __name__)
+        return importlib.import_module(".distributed", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
