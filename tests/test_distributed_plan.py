@@ -219,6 +219,8 @@ def test_figures_and_errors():
     assert f.bytes_read == 4096 + 1024 and f.bytes_written == 4096
     assert f.read_amplification == pytest.approx((4096 + 1024) / 1024)
     assert f.critical_path == 2
+    assert p.truncated(1).figures == plan(ops[:1], "1KiB").figures
+    assert p.truncated(1).final == plan(ops[:1], "1KiB").final
     with pytest.raises(af.AliasflowError, match="block_bytes"):
         plan(ops, "lots")
     with pytest.raises(af.AliasflowError, match="backend"):

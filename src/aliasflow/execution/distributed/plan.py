@@ -183,7 +183,8 @@ class Plan:
     def truncated(self, k: int) -> "Plan":
         """The plan of the first ``k`` tasks."""
         return Plan(self.block_bytes, self.storages, self.tasks[:k], self.state_before(k),
-                    self.figures, self.ops[:k], self.tensors)
+                    figures(self.block_bytes, self.storages, self.tasks[:k]), self.ops[:k],
+                    self.tensors)
 
 
 def plan(ops, block_bytes="16MiB") -> Plan:
@@ -211,10 +212,7 @@ def _plan(ops, B: int) -> Plan:
     storages: list[StorageInfo] = []
     tensors = []
     version: dict[tuple[int, int], int] = {}
-    producer: dict[tuple, int] = {}          # BlockVersion -> task index
-    depth: list[int] = []
     tasks = []
-    loaded: set = set()
 
     def storage_index(view):
         key, name, nbytes = storage_of(view)
@@ -272,23 +270,28 @@ def _plan(ops, B: int) -> Plan:
         for (s, b) in sorted(written):
             v = version[s, b] = version.get((s, b), 0) + 1
             writes.append((s, b, v))
-            producer[s, b, v] = k
             if not written[s, b]:
                 rmw.append((s, b, v))
-        depth.append(1 + max((depth[producer[r]] for r in reads if r in producer), default=0))
-        loaded.update((s, b) for s, b, v in reads if v == 0)
         tasks.append(Task(k, op.name, tuple(inputs), tuple(outputs), reads, tuple(writes),
                           tuple(rmw), input_bytes))
 
     storages_t = tuple(storages)
     final = tuple((s, b, v) for (s, b), v in sorted(version.items()))
     return Plan(B, storages_t, tuple(tasks), final,
-                _figures(B, storages_t, tasks, loaded, depth, version), ops, tensors)
+                figures(B, storages_t, tasks), ops, tensors)
 
 
-def _figures(B, storages, tasks, loaded, depth, version) -> Figures:
+def figures(B, storages, tasks) -> Figures:
+    """The figures of ``tasks`` (a plan's, or a prefix of them)."""
     def nb(s, b):
         return min(B, storages[s].nbytes - b * B)
+
+    producer, depth, loaded = {}, {}, set()   # depth: tasks on the longest chain ending here
+    for t in tasks:
+        depth[t.index] = 1 + max((depth[producer[r]] for r in t.reads if r in producer),
+                                 default=0)
+        producer.update((w, t.index) for w in t.writes)
+        loaded.update((s, b) for s, b, v in t.reads if v == 0)
 
     n = len(tasks)
     bytes_read = sum(nb(s, b) for t in tasks for s, b, _ in t.reads)
@@ -306,4 +309,4 @@ def _figures(B, storages, tasks, loaded, depth, version) -> Figures:
         bytes_read=bytes_read,
         bytes_written=sum(nb(s, b) for t in tasks for s, b, _ in t.writes),
         read_amplification=bytes_read / need if need else (float("inf") if bytes_read else 1.0),
-        critical_path=max(depth, default=0))
+        critical_path=max(depth.values(), default=0))
