@@ -2,7 +2,8 @@
 
 1. Per-task overhead: ``n`` independent tiny ops (a 4-element negate each), one block read and
    one written per task, run from the same plan by each backend; aliasflow's thread runner
-   runs the same ops from the same dependency graph. Time per task, and the ratio to the
+   runs the same ops from the same dependency graph. Each engine's own cost for ``n`` trivial
+   tasks is measured next to it (a Dask run is 1 + 2 loader + 2 piece tasks per op). Time per task, and the ratio to the
    thread runner with 1 worker. Clusters are started and warmed (one small run, so workers
    have imported aliasflow) outside the timer; every timed run is a first run of its plan.
 2. Big blocks: tasks that each copy one 8 MiB block into another storage.
@@ -70,6 +71,11 @@ class Dask:
         self.client = Client(self.cluster)
         self.backend = DaskBackend(self.client, timeout=600)
 
+    def raw(self, n):
+        """The engine's own cost: ``n`` independent trivial tasks in one graph."""
+        dsk = {("raw", i): (abs, -i) for i in range(n)}
+        return timed(lambda: self.client.get(dsk, list(dsk)))
+
     def close(self):
         self.client.close()
         self.cluster.close()
@@ -79,6 +85,12 @@ class Ray:
     def __init__(self, workers: int):
         from aliasflow.execution.distributed import RayBackend
         self.backend = RayBackend(num_cpus=workers, timeout=600)
+
+    def raw(self, n):
+        """The engine's own cost: ``n`` independent trivial remote calls."""
+        import ray
+        f = ray.remote(abs)
+        return timed(lambda: ray.get([f.remote(-i) for i in range(n)]))
 
     def close(self):
         self.backend.close()
@@ -150,6 +162,9 @@ def overhead(n_local, n_cluster, engines):
             p = plan(tiny_ops(n_cluster), 16)
             t = timed(lambda: run_plan(p, engine.backend)) / n_cluster
             rows.append((f"{name}, 2 worker processes (warm cluster)", n_cluster,
+                         f"{t * 1e6:.1f}", f"{t / base:.1f}"))
+            t = engine.raw(n_cluster) / n_cluster
+            rows.append((f"{name} alone: trivial tasks, no aliasflow (baseline)", n_cluster,
                          f"{t * 1e6:.1f}", f"{t / base:.1f}"))
         finally:
             engine.close()
