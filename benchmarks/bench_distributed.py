@@ -3,7 +3,8 @@
 1. Per-task overhead: ``n`` independent tiny ops (a 4-element negate each), one block read and
    one written per task, run from the same plan by each backend; aliasflow's thread runner
    runs the same ops from the same dependency graph. Each engine's own cost for ``n`` trivial
-   tasks is measured next to it (a Dask run is 1 + 2 loader + 2 piece tasks per op). Time per task, and the ratio to the
+   tasks is measured next to it (here a Dask run has 4 tasks per op: a loader, the op, its
+   result and its new block). Time per task, and the ratio to the
    thread runner with 1 worker. Clusters are started and warmed (one small run, so workers
    have imported aliasflow) outside the timer; every timed run is a first run of its plan.
 2. Big blocks: tasks that each copy one 8 MiB block into another storage.
@@ -28,6 +29,7 @@ import importlib.util
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -117,12 +119,33 @@ def big_block_ops(n, block):
             .set_outputs(dst[k * elems:(k + 1) * elems]) for k in range(n)]
 
 
+LOG_DIR = tempfile.mkdtemp(prefix="af-bench-")
+
+
 def gil_kernel(x):
-    """Pure Python: holds the GIL the whole time (about 0.3 s per call here)."""
+    """Pure Python: holds the GIL the whole time. Logs its wall and CPU time (in LOG_DIR, which
+    travels with the function to the workers) so the table can say how much the kernels
+    overlapped and how much CPU they got."""
+    wall, cpu = time.perf_counter(), time.thread_time()
     acc = 0.0
     for i in range(1_500_000):
         acc += (i % 7) * 0.5
+    wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+    with open(os.path.join(LOG_DIR, f"{os.getpid()}-{time.time_ns()}"), "w") as f:
+        f.write(f"{wall} {cpu}")
     return x + acc
+
+
+def kernel_log():
+    """(kernel wall seconds, kernel CPU seconds) summed over the calls since the last look."""
+    wall = cpu = 0.0
+    for name in os.listdir(LOG_DIR):
+        path = os.path.join(LOG_DIR, name)
+        with open(path) as f:
+            w, c = map(float, f.read().split())
+        os.unlink(path)
+        wall, cpu = wall + w, cpu + c
+    return wall, cpu
 
 
 def gil_ops(chains=2, length=3):
@@ -200,24 +223,40 @@ def gil_speedup(engines):
     rows = []
     ops = gil_ops()
     kernel = timed(lambda: gil_kernel(0.0))
-    t1 = timed(lambda: af.run(gil_ops(), workers=1))
-    t2 = timed(lambda: af.run(gil_ops(), workers=2))
-    rows.append(("aliasflow threads", f"{t1:.2f}", f"{t2:.2f}", f"{t1 / t2:.2f}"))
+    kernel_log()
+
+    def add(name, cells):
+        (t1, _, c1), (t2, o2, c2) = cells
+        rows.append((name, f"{t1:.2f}", f"{t2:.2f}", f"{t1 / t2:.2f}", f"{o2:.2f}",
+                     f"{c1:.2f} / {c2:.2f}"))
+
+    cells = []
+    for workers in (1, 2):
+        p = gil_ops()
+        t = timed(lambda: af.run(p, workers=workers))
+        wall, cpu = kernel_log()
+        cells.append((t, wall / t, cpu / wall))
+    add("aliasflow threads", cells)
     for name, make in engines:
-        times = []
-        for workers in (1, 2):
+        cells = []
+        for workers in (1, 2):      # one cluster at a time (one Ray per process)
             engine = make(workers)
             try:
                 warm(engine.backend)
+                kernel_log()
                 p = plan(gil_ops(), 64)
-                times.append(timed(lambda: run_plan(p, engine.backend)))
+                t = timed(lambda: run_plan(p, engine.backend))
+                wall, cpu = kernel_log()
+                cells.append((t, wall / t, cpu / wall))
             finally:
                 engine.close()
-        rows.append((f"{name} (worker processes)", f"{times[0]:.2f}", f"{times[1]:.2f}",
-                     f"{times[0] / times[1]:.2f}"))
+        add(f"{name} (worker processes)", cells)
     return table(f"GIL-holding kernels: 2 independent chains of {len(ops) // 2} ops, "
-                 f"one kernel call {kernel:.2f} s",
-                 ["runner", "1 worker (s)", "2 workers (s)", "speedup"], rows)
+                 f"one kernel call {kernel:.2f} s alone. Overlap: kernel seconds per wall "
+                 f"second with 2 workers (2.0 = both always busy); CPU share: kernel CPU "
+                 f"seconds per kernel wall second (1.0 = a core to itself)",
+                 ["runner", "1 worker (s)", "2 workers (s)", "speedup", "overlap (2)",
+                  "CPU share (1 / 2)"], rows)
 
 
 def plan_speed(sizes, blocks):
