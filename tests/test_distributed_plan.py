@@ -16,9 +16,11 @@ from strategies import brute_footprint, programs
 
 
 # ---- oracles: every byte enumerated ----------------------------------------------------------
-def byte_cells(view) -> set[int]:
-    isz = view.dtype.itemsize
-    return {p * isz + j for p in brute_footprint(view.offset, view.shape, view.stride)
+def byte_cells(view, base=None) -> set[int]:
+    """Every byte the view touches, counted from address ``base`` (default: its storage's)."""
+    start = view.storage.address - (view.storage.address if base is None else base)
+    unit, isz = view.tensor.dtype.itemsize, view.dtype.itemsize
+    return {start + p * unit + j for p in brute_footprint(view.offset, view.shape, view.stride)
             for j in range(isz)}
 
 
@@ -103,7 +105,7 @@ def storages_of(ops):
     seen = {}
     for op in ops:
         for v in op.input_views + op.output_views:
-            seen.setdefault(id(v.tensor), v.tensor)
+            seen.setdefault(id(v.storage), v.tensor)
     return seen
 
 
@@ -111,16 +113,17 @@ def storages_of(ops):
 @given(programs(max_ops=8, executable=False, max_tensors=2), st.integers(1, 200))
 def test_plan_block_sets_against_brute_force(ops, B):
     p = plan(ops, block_bytes=B)
-    index = {id(t): s for s, t in enumerate(p.tensors)}
+    index = {id(st): s for s, sts in enumerate(p.memory) for st in sts}
     version = {}
     for op, t in zip(ops, p.tasks):
         reads, written, whole = set(), set(), set()
         for v in op.input_views:
-            reads |= {(index[id(v.tensor)], b) for b in brute_blocks(byte_cells(v), B)}
+            s = index[id(v.storage)]
+            reads |= {(s, b) for b in brute_blocks(byte_cells(v, p.storages[s].base), B)}
         for v in op.output_views:
-            s = index[id(v.tensor)]
-            nbytes = v.tensor.data.nbytes
-            cells = byte_cells(v)
+            s = index[id(v.storage)]
+            nbytes = p.storages[s].nbytes
+            cells = byte_cells(v, p.storages[s].base)
             written |= {(s, b) for b in brute_blocks(cells, B)}
             whole |= {(s, b) for b in brute_covered(cells, B, nbytes)}
         rmw = written - whole
@@ -154,10 +157,15 @@ def outcome(fn, ops):
 
 
 def with_dtypes(ops, dtype):
-    """Recast every storage (same shapes), so elements have another width."""
-    for t in storages_of(ops).values():
-        t.data = t.data.astype(dtype)
-        t.dtype = t.data.dtype
+    """The same program over storages of another dtype (same shapes, values cast)."""
+    new = {key: af.Tensor(t.name, t.shape, dtype, data=t.data.astype(dtype))
+           for key, t in storages_of(ops).items()}
+
+    def recast(v):
+        return af.TensorView(v.name, new[id(v.storage)], v.offset, v.shape, v.stride)
+    for op in ops:
+        op.input_views = [recast(v) for v in op.input_views]
+        op.output_views = [recast(v) for v in op.output_views]
     return ops
 
 
@@ -285,3 +293,73 @@ def test_af_run_hands_off_and_aliasflow_imports_no_engine():
     op = af.ReduceOperation("r").set_inputs(A[::-2])
     af.run([op], block_bytes=5)
     assert op.result.tolist() == 9.0
+
+
+# ---- memory shared by several storages, views of other dtypes ---------------------------------
+@st.composite
+def aliasing_recipes(draw):
+    """A program as plain data: ops over views of four tensors, three of them over one buffer
+    (two separate NumPy imports that overlap, and a uint8 tensor over the first's bytes)."""
+    from strategies import strided
+    sizes = {"f32": 16, "i16": 40, "u8": 64, "f64": 12}
+    names = list(sizes)
+    recipe = []
+    for j in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["fill", "copy", "reduce", "read"]))
+        ndim = draw(st.integers(1, 2))
+        shape = tuple(draw(st.integers(1, 3)) for _ in range(ndim))
+
+        def view(shape):
+            t = draw(st.sampled_from(names))
+            return (t,) + draw(strided(sizes[t], shape=shape))
+        if kind == "fill":
+            recipe.append(("fill", j, [], [view(shape) for _ in range(draw(st.integers(1, 2)))]))
+        elif kind == "reduce":
+            out = shape[:-1]
+            recipe.append(("reduce", j, [view(shape)], [view(out)] if out else []))
+        else:
+            recipe.append((kind, j, [view(shape)], [view(shape)] if kind == "copy" else []))
+    return draw(st.binary(min_size=96, max_size=96)), recipe
+
+
+def build(raw, recipe):
+    buf = np.frombuffer(raw, np.uint8).copy()
+    f32 = af.from_numpy(buf[:64].view(np.float32), "f32").tensor
+    i16 = af.from_numpy(buf[16:96].view(np.int16), "i16").tensor
+    tensors = {"f32": f32, "i16": i16, "u8": af.Tensor.on(f32.storage, "uint8", name="u8"),
+               "f64": af.Tensor("f64", (12,), "float64", data=np.arange(12.0))}
+
+    def view(spec, k):
+        t, off, shape, stride = spec
+        return af.TensorView(f"v{k}", tensors[t], off, shape, stride)
+    ops, k = [], 0
+    for kind, j, ins, outs in recipe:
+        op = {"fill": lambda: af.FillOperation(f"op{j}", float(j % 5)),
+              "copy": lambda: af.TransformOperation(f"op{j}", "copy"),
+              "read": lambda: af.TransformOperation(f"op{j}", "copy"),
+              "reduce": lambda: af.ReduceOperation(f"op{j}")}[kind]()
+        for spec in ins:
+            op.set_inputs(view(spec, k))
+            k += 1
+        for spec in outs:
+            op.set_outputs(view(spec, k))
+            k += 1
+        ops.append(op)
+    return buf, ops
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(aliasing_recipes(), st.integers(1, 120), st.sampled_from([0x00, 0xFF, 0x7C]))
+def test_aliasing_storages_and_dtypes_equal_program_order(recipe, B, poison):
+    buf_a, ops_a = build(*recipe)
+    buf_b, ops_b = build(*recipe)
+    want = outcome(af.run, ops_a)
+    got = outcome(lambda o: run(o, LocalBackend(poison=poison), block_bytes=B), ops_b)
+    assert got[0] == want[0] and got[1][1] == want[1][1]
+    assert buf_b.tobytes() == buf_a.tobytes()
+    f64 = [op.input_views[0].tensor if op.input_views else None for op in ops_a]
+    assert [t.data.tobytes() if t is not None and t.name == "f64" else None for t in f64] == [
+        op.input_views[0].tensor.data.tobytes() if op.input_views and
+        op.input_views[0].tensor.name == "f64" else None for op in ops_b]
+    p = plan(ops_b, B)
+    assert len(p.storages) <= 2   # the three imports of one buffer are one memory

@@ -10,22 +10,30 @@ raises :class:`~aliasflow.ExecutionError` naming the op.
 from __future__ import annotations
 
 from ...core.errors import AliasflowError, ExecutionError
-from .execute import OpFailed, load_block, payload, run_task, set_results, storage_bytes, \
-    write_back
+from .execute import OpFailed, load_block, payload, run_task, set_results, write_back
 from .plan import Plan, plan as make_plan
 
 
+def check_memory(p: Plan) -> None:
+    """Refuse, before anything runs, memory aliasflow cannot read or write."""
+    used = {s for t in p.tasks for s, _, _ in t.reads + t.writes}
+    for s in sorted(used):
+        for st in p.memory[s]:
+            if not st.has_memory:
+                why = "virtual (analysis only)" if st.virtual else \
+                    "a description of memory aliasflow does not own (analysis only)"
+                raise AliasflowError(f"storage {st.name!r} is {why}; it has no memory to "
+                                     f"run on")
+
+
 def initial_blocks(p: Plan):
-    """Every version-0 block some task reads: ``(s, b) -> bytes`` copied from the storage."""
+    """Every version-0 block some task reads: ``(s, b) -> bytes`` copied from the storages."""
+    check_memory(p)
     out = {}
     for t in p.tasks:
         for s, b, v in t.reads:
             if v == 0 and (s, b) not in out:
-                lo, hi = p.block_range(s, b)
-                if getattr(p.tensors[s], "is_virtual", False):
-                    raise AliasflowError(f"tensor {p.storages[s].name!r} is virtual (analysis "
-                                         f"only): its blocks cannot be loaded")
-                out[s, b] = load_block(storage_bytes(p.tensors[s]), lo, hi)
+                out[s, b] = load_block(p, s, b)
     return out
 
 
@@ -61,17 +69,14 @@ class LocalBackend:
 
 def run_plan(p: Plan, backend, progress=None) -> None:
     """Execute plan ``p`` on ``backend``; see the module doc."""
-    for t in p.tasks:   # refuse virtual storages before anything runs
-        for s, _, _ in t.reads + t.writes:
-            if getattr(p.tensors[s], "is_virtual", False):
-                raise AliasflowError(f"tensor {p.storages[s].name!r} is virtual (analysis "
-                                     f"only) and has no memory to run on")
+    check_memory(p)
     try:
         values, results = backend.execute(p, progress)
     except OpFailed as exc:
         before = p.truncated(exc.index)
-        values, _ = backend.execute(before) if before.tasks else ({}, {})
+        values, results = backend.execute(before) if before.tasks else ({}, {})
         write_back(p, values)
+        set_results(before, results)     # ops before the failed one have their results
         raise ExecutionError(exc.op_name, exc.message) from exc
     write_back(p, values)
     set_results(p, results)

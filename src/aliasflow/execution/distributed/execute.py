@@ -17,6 +17,7 @@ import copy
 
 import numpy as np
 
+from ...core.storage import Storage
 from ...core.tensor import Tensor
 from ...core.view import TensorView
 from .plan import Plan, Task
@@ -44,7 +45,7 @@ def payload(plan: Plan, task: Task, poison=None) -> tuple:
     """Everything a worker needs to run ``task``: small, no storage data."""
     used = {sp.storage for sp in task.inputs + task.outputs}
     used.update(s for s, _, _ in task.reads + task.writes)
-    meta = {s: (plan.storages[s].name, plan.storages[s].nbytes, plan.storages[s].itemsize)
+    meta = {s: (plan.storages[s].name, plan.storages[s].nbytes, plan.storages[s].base)
             for s in used}
     return (op_shell(plan.ops[task.index]), task, plan.block_bytes, meta, poison)
 
@@ -63,9 +64,7 @@ def run_task(load, *blocks):
         old = spans.get(s)
         spans[s] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
     for s, (lo, hi) in spans.items():
-        isz = meta[s][2]                    # align the window to the storage's elements
-        lo, hi = lo // isz * isz, -(-hi // isz) * isz
-        windows[s] = (lo, np.empty(hi - lo, dtype=np.uint8))
+        windows[s] = (lo, _aligned_like(meta[s][2] + lo, hi - lo))
     if poison is not None:
         for s, b, _ in task.writes:
             base, buf = windows[s]
@@ -76,15 +75,16 @@ def run_task(load, *blocks):
     tensors = {}
 
     def local(sp):
+        """The view over the window: same dtype, shape and byte strides, and the same address
+        alignment (mod 64) as in its storage, so kernels take the same code paths."""
         base, buf = windows[sp.storage]
-        t = tensors.get(sp.storage)
-        dtype = np.dtype(sp.dtype)
+        t = tensors.get((sp.storage, sp.readonly))
         if t is None:
-            name, _, isz = meta[sp.storage]
-            t = tensors[sp.storage] = Tensor.from_numpy(name, buf.view(dtype))
-        isz = dtype.itemsize
-        return TensorView(sp.name, t, (sp.offset - base) // isz, sp.shape,
-                          tuple(st // isz for st in sp.stride))
+            name = meta[sp.storage][0]
+            st = Storage(buf.__array_interface__["data"][0], buf.nbytes, owner=buf, name=name,
+                         readonly=sp.readonly)
+            t = tensors[sp.storage, sp.readonly] = Tensor.on(st, "uint8", name=name)
+        return TensorView(sp.name, t, sp.offset - base, sp.shape, sp.stride, sp.dtype)
 
     op = copy.copy(shell)
     op.input_views = [local(sp) for sp in task.inputs]
@@ -101,20 +101,46 @@ def run_task(load, *blocks):
     return tuple(out)
 
 
-def load_block(storage_bytes: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    return np.array(storage_bytes[lo:hi], dtype=np.uint8, copy=True)
+ALIGN = 64
 
 
-def storage_bytes(tensor) -> np.ndarray:
-    """The storage's bytes as a flat writable uint8 array over the same memory."""
-    return tensor.data.reshape(-1).view(np.uint8)
+def _aligned_like(address: int, nbytes: int) -> np.ndarray:
+    """``nbytes`` fresh bytes starting at an address congruent to ``address`` mod 64."""
+    raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    skip = (address - raw.__array_interface__["data"][0]) % ALIGN
+    return raw[skip:skip + nbytes]
+
+
+def _pieces(plan: Plan, s: int, b: int):
+    """``(storage, storage slice, block slice)`` for each storage of memory ``s`` holding
+    bytes of block ``b``."""
+    lo, hi = plan.block_range(s, b)
+    base = plan.storages[s].base
+    for st in plan.memory[s]:
+        a, z = max(lo, st.address - base), min(hi, st.end - base)
+        if a < z:
+            yield st, slice(a - (st.address - base), z - (st.address - base)), slice(a - lo,
+                                                                                     z - lo)
+
+
+def load_block(plan: Plan, s: int, b: int) -> np.ndarray:
+    """Version 0 of block ``b`` of memory ``s``: a copy of its bytes (the storages of one
+    memory cover every byte of it, since their ranges connect)."""
+    lo, hi = plan.block_range(s, b)
+    out = np.empty(hi - lo, dtype=np.uint8)
+    for st, src, dst in _pieces(plan, s, b):
+        out[dst] = st.bytes[src]
+    return out
 
 
 def write_back(plan: Plan, values: dict) -> None:
-    """Copy block versions ``{(s, b, v): bytes}`` into the storages."""
+    """Copy block versions ``{(s, b, v): bytes}`` into the storages. Read-only storages are
+    skipped: no op can have written a byte only they hold (a write through a read-only view
+    fails), and bytes they share with a writable storage are written through that one."""
     for (s, b, _), data in values.items():
-        lo, hi = plan.block_range(s, b)
-        storage_bytes(plan.tensors[s])[lo:hi] = data
+        for st, dst, src in _pieces(plan, s, b):
+            if not st.readonly:
+                st.bytes[dst] = data[src]
 
 
 def set_results(plan: Plan, results: dict) -> None:

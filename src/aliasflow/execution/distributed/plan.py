@@ -33,6 +33,7 @@ import numpy as np
 from ...core.errors import AliasflowError
 from ...core.operations import Operation
 from ...core.program import check_ops
+from ...core.storage import memory_groups
 from ...core.view import TensorView
 from .blocks import Footprint
 
@@ -72,25 +73,32 @@ def parse_bytes(value) -> int:
 
 
 # ---- the one adapter between aliasflow's view model and bytes ---------------------------------
-def storage_of(view: TensorView):
-    """``(key, name, nbytes)`` of the memory ``view`` addresses; views with one key alias."""
-    t = view.tensor
-    return t, t.name, t.get_storage_size() * t.itemsize
+def memory_of(ops):
+    """Connected memory of every storage the ops' views address: ``id(storage) -> (group, base,
+    end)`` and the storages of each group. Storages whose address ranges intersect (two
+    imports of one buffer, a reinterpreting tensor over another's bytes) are one memory."""
+    storages = {id(v.storage): v.storage for op in ops for v in op.input_views + op.output_views}
+    groups = memory_groups(storages.values())
+    members: dict[int, list] = {}
+    for key, st in storages.items():
+        members.setdefault(groups[key][0], []).append(st)
+    return groups, members
 
 
-def byte_layout(view: TensorView):
-    """``(offset, shape, stride)`` in bytes, the element's own bytes as a last dim."""
-    isz = view.dtype.itemsize
-    return (view.offset * isz, tuple(view.shape) + (isz,),
-            tuple(s * isz for s in view.stride) + (1,))
+def byte_layout(view: TensorView, base: int):
+    """``(offset, shape, stride)`` in bytes from address ``base``, the element's bytes as a
+    last dim."""
+    return (view.storage.address - base + view.byte_offset, tuple(view.shape) +
+            (view.dtype.itemsize,), tuple(view.byte_strides) + (1,))
 
 
 @dataclass(frozen=True)
 class StorageInfo:
+    """One memory: the storages whose address ranges connect, from ``base`` for ``nbytes``."""
     index: int
-    name: str
+    name: str           # the storages' names, joined with "+"
+    base: int           # address of byte 0
     nbytes: int
-    itemsize: int       # element size of the storage's own dtype: windows align to it
     nblocks: int
 
 
@@ -103,6 +111,7 @@ class ViewSpec:
     shape: tuple
     stride: tuple       # bytes
     dtype: str
+    readonly: bool      # its storage is read-only (writes through it fail as in program order)
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ class Plan:
     final: tuple                # last BlockVersion of every block some task writes
     figures: Figures
     ops: list = field(repr=False)          # the ops themselves (kernels), by task index
-    tensors: list = field(repr=False)      # storage key objects, by storage index
+    memory: list = field(repr=False)       # the Storage objects of each memory, by index
 
     def block_range(self, s: int, b: int) -> tuple[int, int]:
         """Byte range ``[lo, hi)`` of block ``b`` of storage ``s``."""
@@ -184,7 +193,7 @@ class Plan:
         """The plan of the first ``k`` tasks."""
         return Plan(self.block_bytes, self.storages, self.tasks[:k], self.state_before(k),
                     figures(self.block_bytes, self.storages, self.tasks[:k]), self.ops[:k],
-                    self.tensors)
+                    self.memory)
 
 
 def plan(ops, block_bytes="16MiB") -> Plan:
@@ -208,20 +217,23 @@ def plan(ops, block_bytes="16MiB") -> Plan:
 
 
 def _plan(ops, B: int) -> Plan:
-    keys: dict[int, int] = {}
+    groups, members = memory_of(ops)
+    index: dict[int, int] = {}          # group -> memory index, in order of first use
     storages: list[StorageInfo] = []
-    tensors = []
+    memory = []
     version: dict[tuple[int, int], int] = {}
     tasks = []
 
     def storage_index(view):
-        key, name, nbytes = storage_of(view)
-        s = keys.get(id(key))
+        g, base = groups[id(view.storage)]
+        s = index.get(g)
         if s is None:
-            s = keys[id(key)] = len(storages)
-            storages.append(StorageInfo(s, name, nbytes, view.tensor.itemsize,
-                                        -(-nbytes // B)))
-            tensors.append(key)
+            s = index[g] = len(storages)
+            parts = sorted(members[g], key=lambda st: (st.address, st.name))
+            nbytes = max(st.end for st in parts) - base
+            names = "+".join(dict.fromkeys(st.name for st in parts))
+            storages.append(StorageInfo(s, names, base, nbytes, -(-nbytes // B)))
+            memory.append(tuple(parts))
         return s
 
     views: dict[int, tuple] = {}    # id(view) -> (view, spec, blocks, whole blocks, bytes)
@@ -234,7 +246,7 @@ def _plan(ops, B: int) -> Plan:
         if hit is not None and hit[0] is view:
             return hit[1:]
         s = storage_index(view)
-        layout = byte_layout(view)
+        layout = byte_layout(view, storages[s].base)
         found = layouts.get((s, layout))
         if found is None:
             fp = Footprint(*layout)
@@ -244,7 +256,8 @@ def _plan(ops, B: int) -> Plan:
             size = fp.count if not fp.fallback else view.size * view.dtype.itemsize
             found = layouts[s, layout] = (touched, whole, size)
         off, shape, stride = layout
-        out = (ViewSpec(view.name, s, off, shape[:-1], stride[:-1], view.dtype.str),) + found
+        out = (ViewSpec(view.name, s, off, shape[:-1], stride[:-1], view.dtype.str,
+                        view.storage.readonly),) + found
         views[id(view)] = (view,) + out
         return out
 
@@ -278,7 +291,7 @@ def _plan(ops, B: int) -> Plan:
     storages_t = tuple(storages)
     final = tuple((s, b, v) for (s, b), v in sorted(version.items()))
     return Plan(B, storages_t, tuple(tasks), final,
-                figures(B, storages_t, tasks), ops, tensors)
+                figures(B, storages_t, tasks), ops, memory)
 
 
 def figures(B, storages, tasks) -> Figures:
