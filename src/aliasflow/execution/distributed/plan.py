@@ -1,7 +1,9 @@
 """The functionalized program: storages cut into blocks, each op one pure task on block versions.
 
-Every storage is cut into blocks of ``block_bytes`` bytes (the last may be shorter). Version 0
-of a block is its content before the run; an op that writes a block makes the next version.
+Memory is cut into blocks of ``block_bytes`` bytes (the last may be shorter): one sequence of
+blocks per *memory*, the storages whose address ranges connect, counted in bytes from its
+lowest address (views of any dtype over it meet exactly where their bytes do). Version 0 of a
+block is its content before the run; an op that writes a block makes the next version.
 A task reads the current version of every block one of its views touches: the blocks its
 inputs touch, and the blocks its outputs touch but do not cover whole (read-modify-write: the
 bytes it does not write must come from the old version). Blocks an output covers whole are
