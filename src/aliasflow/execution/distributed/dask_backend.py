@@ -9,9 +9,9 @@ keys a cluster still holds would get the old values):
 - ``("af-task-<token>", k)``: op ``k``'s task, returning ``(result, new blocks...)``;
 - ``("af-v-<token>", s, b, v)`` and ``("af-result-<token>", k)``: the pieces of that tuple.
 
-On a cluster every block gets a home worker (blocks spread evenly over the workers in storage
-order) and each task is placed, loosely, at the home of the first block it writes; without
-homes the scheduler piles work onto one worker. A worker that dies loses what it held; the
+On a cluster every block gets a home worker (each memory's blocks spread evenly over the
+workers, see :meth:`Plan.home`) and each task is placed, loosely, at the home of the first
+block it writes; without homes the scheduler piles work onto one worker. A worker that dies loses what it held; the
 scheduler recomputes it from the graph (the lineage), so results stay byte-identical.
 """
 from __future__ import annotations
@@ -90,9 +90,8 @@ class DaskBackend:
 
         client = self.client
         workers = sorted(client.scheduler_info()["workers"])
-        blocks = sorted({sb for sb in home.values() if sb[0] is not None})
-        slot = {sb: workers[i * len(workers) // len(blocks)] for i, sb in enumerate(blocks)}
-        placement = {key: slot[sb] for key, sb in home.items() if sb in slot}
+        placement = {key: workers[p.home(*sb, len(workers))]
+                     for key, sb in home.items() if sb[0] is not None} if workers else {}
         with warnings.catch_warnings():
             # The initial blocks are in the graph on purpose (loader tasks the scheduler can
             # rerun after a worker dies), so a big graph is expected, not a mistake.

@@ -183,6 +183,12 @@ class Plan:
         lo = b * self.block_bytes
         return lo, min(lo + self.block_bytes, self.storages[s].nbytes)
 
+    def home(self, s: int, b: int, n: int) -> int:
+        """Which of ``n`` workers block ``b`` of memory ``s`` lives on: each memory's blocks
+        spread evenly in order, so block k of two same-sized memories (a source and its
+        destination) share a home and a task writing one finds the other local."""
+        return b * n // self.storages[s].nblocks
+
     def state_before(self, k: int) -> tuple:
         """The last version, before task ``k``, of every block tasks before ``k`` write."""
         last = {}

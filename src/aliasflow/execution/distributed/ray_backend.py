@@ -7,7 +7,8 @@ worker or node dies, and lost objects are rebuilt from their lineage, so results
 byte-identical. Every run's objects are new (Ray object refs are never reused), so two programs
 back to back cannot see each other's values.
 
-With several nodes alive each block gets a home node (blocks spread evenly in storage order)
+With several nodes alive each block gets a home node (each memory's blocks spread evenly, see
+:meth:`Plan.home`)
 and a task prefers the home of the first block it writes (soft affinity: it runs elsewhere if
 that node is gone).
 """
@@ -88,10 +89,9 @@ class RayBackend:
         if len(nodes) < 2:
             return {}
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-        blocks = sorted({(s, b) for t in p.tasks for s, b, _ in t.reads + t.writes})
-        return {sb: NodeAffinitySchedulingStrategy(nodes[i * len(nodes) // len(blocks)],
-                                                   soft=True)
-                for i, sb in enumerate(blocks)}
+        blocks = {(s, b) for t in p.tasks for s, b, _ in t.reads + t.writes}
+        return {sb: NodeAffinitySchedulingStrategy(nodes[p.home(*sb, len(nodes))], soft=True)
+                for sb in blocks}
 
     def execute(self, p: Plan, progress=None):
         ray = self.ray
