@@ -24,8 +24,21 @@ import numpy as np
 
 from aliasflow import solver as _solver
 
+from ..core.errors import AliasflowError
+from ..core.tensor import Tensor
+from ..core.view import TensorView
+
 __all__ = ["Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
            "memory_meets", "pair_cells"]
+
+
+def _view(v, who: str):
+    """A view, or a tensor as its full view; anything else is refused."""
+    if isinstance(v, TensorView):
+        return v
+    if isinstance(v, Tensor):
+        return v.view()
+    raise AliasflowError(f"{who}: expected a TensorView or Tensor, got {type(v).__name__}")
 
 
 def memory_meets(v1, v2) -> bool:
@@ -185,7 +198,7 @@ def overlap(v1, v2) -> Overlap:
     >>> ov.count, ov.elements().tolist()
     (1, [5])
     """
-    return Overlap(v1, v2)
+    return Overlap(_view(v1, "overlap"), _view(v2, "overlap"))
 
 
 def check_memory_overlap(v1, v2) -> bool:
@@ -198,6 +211,7 @@ def check_memory_overlap(v1, v2) -> bool:
     >>> check_memory_overlap(A[:2, :2], A[2:, :2])
     False
     """
+    v1, v2 = _view(v1, "check_memory_overlap"), _view(v2, "check_memory_overlap")
     if not memory_meets(v1, v2):
         return False
     la, lb, _, _ = pair_cells(v1, v2)
@@ -213,4 +227,4 @@ def has_internal_overlap(view) -> bool:
     >>> has_internal_overlap(af.Tensor("A", (8,)).as_strided((4, 3), (1, 1)))
     True
     """
-    return view.has_internal_overlap()
+    return _view(view, "has_internal_overlap").has_internal_overlap()
