@@ -233,6 +233,16 @@ def test_figures_and_errors():
         plan(ops, "lots")
     with pytest.raises(af.AliasflowError, match="backend"):
         run(ops, backend="dask")
+    rec = af.OpRecord("inc", "add_", (af.Access(0, "RW", A[1:3]),))
+    rp = plan([rec], 8)    # bytes 4..11 of A: half of block 0, half of block 1
+    assert rp.tasks[0].reads == ((0, 0, 0), (0, 1, 0))
+    assert rp.tasks[0].rmw == rp.tasks[0].writes == ((0, 0, 1), (0, 1, 1))
+    with pytest.raises(af.AliasflowError, match="'inc' is a OpRecord"):
+        run_plan(rp, LocalBackend())
+    R = af.Tensor("R", (4,))
+    ro = af.from_numpy(np.frombuffer(bytes(16), np.float32), "ro")
+    with pytest.raises(af.ExecutionError, match="read-only memory"):
+        run([af.TransformOperation("w").set_inputs(R.view()).set_outputs(ro)], block_bytes=8)
     V = af.Tensor.virtual("V", (10**6,))
     vp = plan([af.FillOperation("f", 1.0).set_outputs(V[::3])], 4096)
     assert vp.figures.blocks == 977

@@ -10,6 +10,7 @@ raises :class:`~aliasflow.ExecutionError` naming the op.
 from __future__ import annotations
 
 from ...core.errors import AliasflowError, ExecutionError
+from ...core.operations import Operation
 from .execute import OpFailed, load_block, payload, run_task, set_results, write_back
 from .plan import Plan, plan as make_plan
 
@@ -69,6 +70,10 @@ class LocalBackend:
 
 def run_plan(p: Plan, backend, progress=None) -> None:
     """Execute plan ``p`` on ``backend``; see the module doc."""
+    for op in p.ops:
+        if not isinstance(op, Operation):
+            raise AliasflowError(f"op {op.name!r} is a {type(op).__name__} (analysis only): it "
+                                 f"has no kernel to run")
     check_memory(p)
     try:
         values, results = backend.execute(p, progress)

@@ -78,12 +78,12 @@ def run_task(load, *blocks):
         """The view over the window: same dtype, shape and byte strides, and the same address
         alignment (mod 64) as in its storage, so kernels take the same code paths."""
         base, buf = windows[sp.storage]
-        t = tensors.get((sp.storage, sp.readonly))
+        key = (sp.storage, sp.readonly, sp.storage_name)
+        t = tensors.get(key)
         if t is None:
-            name = meta[sp.storage][0]
-            st = Storage(buf.__array_interface__["data"][0], buf.nbytes, owner=buf, name=name,
-                         readonly=sp.readonly)
-            t = tensors[sp.storage, sp.readonly] = Tensor.on(st, "uint8", name=name)
+            st = Storage(buf.__array_interface__["data"][0], buf.nbytes, owner=buf,
+                         name=sp.storage_name, readonly=sp.readonly)
+            t = tensors[key] = Tensor.on(st, "uint8", name=sp.storage_name)
         return TensorView(sp.name, t, sp.offset - base, sp.shape, sp.stride, sp.dtype)
 
     op = copy.copy(shell)

@@ -114,6 +114,7 @@ class ViewSpec:
     stride: tuple       # bytes
     dtype: str
     readonly: bool      # its storage is read-only (writes through it fail as in program order)
+    storage_name: str   # its storage's name (for messages)
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,7 @@ def _plan(ops, B: int) -> Plan:
             found = layouts[s, layout] = (touched, whole, size)
         off, shape, stride = layout
         out = (ViewSpec(view.name, s, off, shape[:-1], stride[:-1], view.dtype.str,
-                        view.storage.readonly),) + found
+                        view.storage.readonly, view.storage.name),) + found
         views[id(view)] = (view,) + out
         return out
 
