@@ -11,9 +11,9 @@
 3. A CPU-heavy program whose kernels hold the GIL (a pure-Python loop): two independent chains,
    run on 1 and on 2 worker processes (Dask ``LocalCluster``, Ray ``num_cpus``), and on 1 and
    2 threads of aliasflow's runner; speedup = time(1) / time(2).
-4. Plan construction time per op on the transformer trace of ``trace.py`` (strided, transposed
-   and ``as_strided`` windows over reused arena memory), next to ``aliasflow.analyze`` on the
-   same trace; and the plan's figures.
+4. Plan construction time per op on the non-dense trace of ``trace.py`` (per-head column
+   blocks, stepped ``as_strided`` windows, transposed tiles) and on its transformer trace
+   (reused arena memory), next to ``aliasflow.analyze`` on the same trace; the plans' figures.
 
 Prints markdown tables. Everything runs on loopback. The machine's other load is printed with
 the tables: on a shared 2-core machine, the speedups are bounded by what is left over.
@@ -262,22 +262,25 @@ def gil_speedup(engines):
 def plan_speed(sizes, blocks):
     trace = load_trace_module()
     rows = []
-    for n in sizes:
-        ops = trace.make_trace(n)
-        a = timed(lambda: af.analyze(ops)) / n
-        for b in blocks:
-            result = {}
-            t = timed(lambda: result.setdefault("p", plan(ops, b))) / n
-            f = result.pop("p").figures
-            rows.append((n, b, f"{t * 1e6:.1f}", f"{a * 1e6:.1f}", f.blocks,
-                         f"{f.reads_per_task:.2f}", f"{f.writes_per_task:.2f}", f.rmw_writes,
-                         f"{f.bytes_read / 2**20:.1f}", f"{f.read_amplification:.1f}",
-                         f.critical_path))
-    return table("Plan construction on the transformer trace (strided, transposed and "
-                 "as_strided windows over reused memory)",
-                 ["ops", "block", "plan µs/op", "analyze µs/op", "blocks", "reads/task",
-                  "writes/task", "RMW writes", "MiB read", "read ampl.", "critical path"],
-                 rows)
+    for label, make in (("non-dense", trace.make_nondense_trace),
+                        ("transformer", trace.make_trace)):
+        for n in sizes:
+            ops = make(n)
+            a = timed(lambda: af.analyze(ops)) / n
+            for b in blocks:
+                result = {}
+                t = timed(lambda: result.setdefault("p", plan(ops, b))) / n
+                f = result.pop("p").figures
+                rows.append((label, n, b, f"{t * 1e6:.1f}", f"{a * 1e6:.1f}", f.blocks,
+                             f"{f.reads_per_task:.2f}", f"{f.writes_per_task:.2f}",
+                             f.rmw_writes, f"{f.bytes_read / 2**20:.1f}",
+                             f"{f.read_amplification:.1f}", f.critical_path))
+    return table("Plan construction on the traces of trace.py: the non-dense one (per-head "
+                 "column blocks, stepped as_strided windows, transposed tiles) and the "
+                 "transformer loop (reused arena memory); analyze on the same trace for scale",
+                 ["trace", "ops", "block", "plan µs/op", "analyze µs/op", "blocks",
+                  "reads/task", "writes/task", "RMW writes", "MiB read", "read ampl.",
+                  "critical path"], rows)
 
 
 def main(argv=None) -> int:
@@ -309,7 +312,7 @@ def main(argv=None) -> int:
         print(gil_speedup(engines))
     if "plan" in only:
         sizes = args.trace_ops or ([5000] if args.quick else [20000])
-        print(plan_speed(sizes, ["4KiB", "1MiB", "16MiB"]))
+        print(plan_speed(sizes, ["256B", "4KiB", "64KiB", "16MiB"]))
     print(f"load average {os.getloadavg()[0]:.1f} at the end; "
           f"{time.perf_counter() - start:.0f} s in all")
     return 0
