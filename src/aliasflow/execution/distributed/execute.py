@@ -1,11 +1,11 @@
-"""Running one task on bytes, and the whole plan in this process.
+"""Running one task on bytes; loading blocks from storages and writing them back.
 
 A task gets the versions of the blocks it reads (uint8 arrays) and returns the op's result and
 the new versions of the blocks it writes. Inside, the blocks are laid out at their places in a
-local window of each storage, the op's views are rebuilt over the window with their original
-strides (so a kernel sees exactly the memory layout it would see in program order: a reduction
-sums in the same order, nothing is compacted), the op runs through its own ``execute``, and the
-written blocks are cut out of the window.
+local window of each memory, the op's views are rebuilt over the window with their original
+dtype and byte strides (so a kernel sees exactly the memory layout it would see in program
+order: a reduction sums in the same order, nothing is compacted), the op runs through its own
+``execute``, and the written blocks are cut out of the window.
 
 Bytes of the window no read block supplies are never read by the op (every byte a view touches
 is in a touched block); ``poison`` fills the written-but-not-read blocks before the op runs, so
