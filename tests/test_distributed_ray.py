@@ -72,6 +72,23 @@ def test_cluster_equals_program_order(backend, ops, B):
     assert got == want
 
 
+def test_cli_run_on_ray(backend, tmp_path):
+    """``run --backend ray`` uses the Ray this process already runs (and leaves it running)."""
+    from typer.testing import CliRunner
+    from aliasflow.cli import app
+    from test_distributed_plan import cli_program
+    path, _ = cli_program(tmp_path)
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    runner = CliRunner()
+    assert runner.invoke(app, ["run", str(path), "--save", str(a)]).exit_code == 0
+    res = runner.invoke(app, ["run", str(path), "--backend", "ray", "--block-bytes", "40",
+                              "--save", str(b)])
+    assert res.exit_code == 0 and "on ray in blocks" in res.output, res.output
+    x, y = np.load(a), np.load(b)
+    assert x.files == y.files and all(x[k].tobytes() == y[k].tobytes() for k in x.files)
+    assert ray.is_initialized()
+
+
 def pid_logging_add(directory):
     def add(a, b):
         with open(os.path.join(directory, f"{os.getpid()}"), "w"):
