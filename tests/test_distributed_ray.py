@@ -185,8 +185,13 @@ def test_killed_node_still_gives_program_order(backend, tmp_path):
                 killed.append(nodes[1].node_id in worked)   # the victim had run our tasks
         run(ops, b, block_bytes="128KiB", progress=progress)
         assert killed == [True] and done[0] == len(ops)
-        assert sum(n["Alive"] for n in ray.nodes()) == 2   # head + the survivor
         assert snapshot(ops) == snapshot(twin)
+        victim = nodes[1].node_id              # the cluster sees it dead (after its health
+        end = time.monotonic() + 60            # checks time out)
+        while time.monotonic() < end and any(
+                n["NodeID"] == victim and n["Alive"] for n in ray.nodes()):
+            time.sleep(0.5)
+        assert not any(n["NodeID"] == victim and n["Alive"] for n in ray.nodes())
     finally:
         ray.shutdown()
         cluster.shutdown()
