@@ -148,11 +148,14 @@ def snapshot(ops):
 
 
 def outcome(fn, ops):
+    """The failed op and its message (None), then the storages and results."""
     try:
         fn(ops)
         err = None
     except af.ExecutionError as exc:
         err = exc.op_name
+        snap = snapshot(ops)
+        return err, snap, str(exc)
     return err, snapshot(ops)
 
 
@@ -215,6 +218,19 @@ def test_failure_names_the_op_and_leaves_the_state_before_it():
         run(ops, LocalBackend(), block_bytes=24)
     assert info.value.op_name == "bad"
     assert A.data.tolist() == [[1.0] * 4] * 2 + [[0.0] * 4] * 2
+
+
+def test_empty_views_run_as_in_program_order():
+    def make():
+        A = af.Tensor("A", (8,), "float32", data=np.arange(8))
+        return [af.ReduceOperation("r", axis=0).set_inputs(A[5:5].reshape(0, 3)),
+                af.TransformOperation("c").set_inputs(A[:0]).set_outputs(A[3:3]),
+                af.FillOperation("f", 2.0).set_outputs(A[::-3][:0], A[1:2]),
+                af.TransformOperation("bad", lambda x: 1 // 0).set_inputs(A[:0])
+                .set_outputs(A[2:2])]
+    ops, twin = make(), make()
+    assert outcome(af.run, twin) == outcome(lambda o: run(o, block_bytes=4), ops)
+    assert outcome(af.run, twin)[0] == "bad"
 
 
 def test_figures_and_errors():
@@ -365,7 +381,7 @@ def test_aliasing_storages_and_dtypes_equal_program_order(recipe, B, poison):
     buf_b, ops_b = build(*recipe)
     want = outcome(af.run, ops_a)
     got = outcome(lambda o: run(o, LocalBackend(poison=poison), block_bytes=B), ops_b)
-    assert got[0] == want[0] and got[1][1] == want[1][1]
+    assert got[0] == want[0] and got[1][1] == want[1][1] and got[2:] == want[2:]
     assert buf_b.tobytes() == buf_a.tobytes()
     f64 = [op.input_views[0].tensor if op.input_views else None for op in ops_a]
     assert [t.data.tobytes() if t is not None and t.name == "f64" else None for t in f64] == [

@@ -63,7 +63,12 @@ def run_task(load, *blocks):
         hi = min(lo + B, meta[s][1])
         old = spans.get(s)
         spans[s] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+    # Room for whole elements of the views' tensors around the blocks (a block boundary may
+    # cut an element; the view never touches the bytes outside its blocks).
+    pad = max((np.dtype(sp.tensor_dtype).itemsize for sp in task.inputs + task.outputs),
+              default=1)
     for s, (lo, hi) in spans.items():
+        lo, hi = max(0, lo - pad), min(meta[s][1], hi + pad)
         windows[s] = (lo, _aligned_like(meta[s][2] + lo, hi - lo))
     if poison is not None:
         for s, b, _ in task.writes:
@@ -77,19 +82,30 @@ def run_task(load, *blocks):
     def local(sp):
         """The view over the window: same dtype, shape and byte strides, and the same address
         alignment (mod 64) as in its storage, so kernels take the same code paths."""
+        if 0 in sp.shape:     # touches no block: a view of nothing, same name, shape, dtype
+            nothing = np.empty(0, np.uint8)
+            return TensorView(sp.name, Tensor.on(Storage(
+                nothing.__array_interface__["data"][0], 0, owner=nothing,
+                name=sp.storage_name, readonly=sp.readonly), "uint8"), 0, sp.shape,
+                sp.stride, sp.dtype)
         base, buf = windows[sp.storage]
-        key = (sp.storage, sp.readonly, sp.storage_name)
+        unit = np.dtype(sp.tensor_dtype).itemsize
+        start = sp.origin + max(0, -(-(base - sp.origin) // unit)) * unit  # first element in
+        key = (sp.storage, sp.readonly, sp.storage_name, sp.tensor_dtype, start)
         t = tensors.get(key)
         if t is None:
-            st = Storage(buf.__array_interface__["data"][0], buf.nbytes, owner=buf,
+            part = buf[start - base:]
+            part = part[:part.nbytes // unit * unit]
+            st = Storage(part.__array_interface__["data"][0], part.nbytes, owner=part,
                          name=sp.storage_name, readonly=sp.readonly)
-            t = tensors[key] = Tensor.on(st, "uint8", name=sp.storage_name)
-        return TensorView(sp.name, t, sp.offset - base, sp.shape, sp.stride, sp.dtype)
+            t = tensors[key] = Tensor.on(st, sp.tensor_dtype, name=sp.storage_name)
+        return TensorView(sp.name, t, (sp.offset - start) // unit, sp.shape,
+                          tuple(st // unit for st in sp.stride), sp.dtype)
 
     op = copy.copy(shell)
-    op.input_views = [local(sp) for sp in task.inputs]
-    op.output_views = [local(sp) for sp in task.outputs]
     try:
+        op.input_views = [local(sp) for sp in task.inputs]
+        op.output_views = [local(sp) for sp in task.outputs]
         op.execute()
     except Exception as exc:
         raise OpFailed(task.index, task.op_name, f"{type(exc).__name__}: {exc}") from None

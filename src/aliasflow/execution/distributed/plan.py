@@ -115,6 +115,8 @@ class ViewSpec:
     dtype: str
     readonly: bool      # its storage is read-only (writes through it fail as in program order)
     storage_name: str   # its storage's name (for messages)
+    tensor_dtype: str   # its tensor's dtype: offsets and strides count in its elements
+    origin: int         # byte of the memory where its tensor's element 0 starts
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,8 @@ def _plan(ops, B: int) -> Plan:
             found = layouts[s, layout] = (touched, whole, size)
         off, shape, stride = layout
         out = (ViewSpec(view.name, s, off, shape[:-1], stride[:-1], view.dtype.str,
-                        view.storage.readonly, view.storage.name),) + found
+                        view.storage.readonly, view.storage.name, view.tensor.dtype.str,
+                        view.storage.address - storages[s].base),) + found
         views[id(view)] = (view,) + out
         return out
 
