@@ -31,6 +31,14 @@ from .execution.runner import run
 __version__ = "0.1.0"
 
 
+def __getattr__(name):
+    # aliasflow.distributed on first use: importing aliasflow never imports Dask or Ray
+    if name == "distributed":
+        import importlib
+        return importlib.import_module(".distributed", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def compute_view_footprint(view: TensorView) -> list[int]:
     """Sorted storage elements that ``view`` touches (the seed's function; NumPy inside)."""
     return view.footprint().tolist()

@@ -50,9 +50,9 @@ def _load(path: Path) -> Program:
 
 
 @contextmanager
-def _progress(label: str, total: int):
-    """A progress bar for long work (many ops), else nothing."""
-    if total < PROGRESS_MIN_OPS:
+def _progress(label: str, total: int, always: bool = False):
+    """A progress bar for long work (many ops, or ``always``), else nothing."""
+    if total < PROGRESS_MIN_OPS and not always:
         yield None
         return
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -142,24 +142,67 @@ def run_cmd(
     file: Path = typer.Argument(..., help="Program file (JSON)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Threads (1: program order)."),
     save: Optional[Path] = typer.Option(None, "--save", help="Save tensors and results (.npz)."),
+    backend: Optional[str] = typer.Option(
+        None, "--backend", help="dask|ray|local: run as tasks on storage blocks."),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="Cluster to use (default: start 2 workers on loopback)."),
+    block_bytes: Optional[str] = typer.Option(
+        None, "--block-bytes", help="Block size for --backend, e.g. 64KiB (default 16MiB)."),
 ) -> None:
     """Execute FILE and print the final tensors and the results of ops without outputs."""
     with _clean_errors():
         program = _load(file)
-        start = time.perf_counter()
-        with _progress("running", len(program.ops)) as progress:
-            run_ops(program.ops, workers=workers, progress=progress)
-        seconds = time.perf_counter() - start
+        if backend is not None or block_bytes is not None or address is not None:
+            from .execution.distributed.connect import open_backend
+            from .execution.distributed.engine import run as run_blocks
+            from .execution.distributed.plan import parse_bytes
+            size = parse_bytes(block_bytes or "16MiB")  # refused before a cluster starts
+            with open_backend(backend or "local", address) as engine:
+                start = time.perf_counter()
+                with _progress(f"running on {backend or 'local'}", len(program.ops),
+                               always=True) as progress:
+                    run_blocks(program.ops, engine, size, progress)
+                seconds = time.perf_counter() - start
+        else:
+            start = time.perf_counter()
+            with _progress("running", len(program.ops)) as progress:
+                run_ops(program.ops, workers=workers, progress=progress)
+            seconds = time.perf_counter() - start
         arrays = {f"tensor:{name}": t.data for name, t in program.tensors.items()}
         arrays.update({f"result:{op.name}": np.asarray(op.result) for op in program.ops
                        if op.result is not None})
         for name, array in arrays.items():
             console.print(render.array_text(name, array), highlight=False)
-        console.print(f"ran {len(program.ops)} ops with {workers} worker(s) in "
-                      f"{seconds * 1e3:.1f} ms")
+        how = f"on {backend or 'local'} in blocks" if backend or block_bytes or address \
+            else f"with {workers} worker(s)"
+        console.print(f"ran {len(program.ops)} ops {how} in {seconds * 1e3:.1f} ms")
         if save is not None:
             np.savez(save, **arrays)
             console.print(f"wrote {save}")
+
+
+@app.command("plan")
+def plan_cmd(file: Path = typer.Argument(..., help="Program file (JSON)."),
+             block_bytes: str = typer.Option("16MiB", "--block-bytes",
+                                             help="Block size, e.g. 4096, 64KiB, 16MiB."),
+             as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")
+             ) -> None:
+    """FILE as pure tasks on storage blocks: tasks, blocks, bytes moved, read amplification."""
+    from dataclasses import asdict
+
+    from .execution.distributed.plan import plan as make_plan
+    with _clean_errors():
+        program = _load(file)
+        start = time.perf_counter()
+        p = make_plan(program.ops, block_bytes)
+        seconds = time.perf_counter() - start
+        if as_json:
+            out = dict(asdict(p.figures), block_bytes=p.block_bytes, plan_seconds=seconds)
+            sys.stdout.write(json.dumps(out, indent=2) + "\n")
+            return
+        for name, value in [("block size", f"{p.block_bytes} B")] + p.figures.rows():
+            console.print(f"{name:>32}  {value}", highlight=False)
+        console.print(f"planned in {seconds * 1e3:.1f} ms", highlight=False)
 
 
 @app.command()
