@@ -1,0 +1,303 @@
+"""The tracer: a ``TorchDispatchMode`` that records every aten call as an op record.
+
+At each call it notes, for every tensor argument the schema says the op reads or writes, a
+:class:`~.memory.Ref` (storage generation, offset, sizes, strides, dtype) taken *before* the
+call for reads and *after* it for writes (an ``out=`` argument may be resized by the op), the
+user's source line, and, unless ``values=False``, the bytes the op wrote (for replay).
+Nothing here keeps a traced tensor's memory alive.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from contextlib import contextmanager
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ...core.errors import AliasflowError
+from .memory import Ref, StorageGen
+from .schema import OTHER, TENSOR, op_spec
+from . import datadep
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_AF_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+class Raw:
+    """What the mode notes per call; :class:`~.records.TraceOp` is built from it later."""
+
+    __slots__ = ("index", "func", "spec", "accesses", "args", "kwargs", "results", "where",
+                 "stream", "error", "rng", "values", "exact", "repeats")
+
+    def __init__(self, index, func, spec):
+        self.index = index
+        self.func = func
+        self.spec = spec
+        self.accesses = []      # (argument label, mode "R"/"W", Ref, may)
+        self.args = self.kwargs = None   # call template: tensors replaced by Refs
+        self.results = None     # returned value with tensors replaced by Refs
+        self.where = None       # (filename, lineno, function) of the user's frame
+        self.stream = None
+        self.error = None       # the exception text when PyTorch refused the call
+        self.rng = None         # generator state before a random op
+        self.values = None      # [(Ref, tensor copy)] of what the op wrote, for replay
+        self.exact = {}         # label -> sorted element start addresses of a data-dependent write
+        self.repeats = {}       # label -> {address: times written} where > 1
+
+
+class _Mode(TorchDispatchMode):
+    def __init__(self, trace):
+        super().__init__()
+        self.trace = trace
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.trace._call(func, args, kwargs or {})
+
+
+class Trace:
+    """A recorded PyTorch program. Use as ``with af.trace() as t: ...``.
+
+    ``values=False`` skips copying what each op writes: tracing is cheaper, and
+    :meth:`replay` is then unavailable.
+    """
+
+    def __init__(self, values: bool = True):
+        self.values = values
+        self.raw: list[Raw] = []
+        self.storages: list[StorageGen] = []
+        self._by_cdata: dict[int, StorageGen] = {}
+        self._weak: list = []
+        self._stream = None
+        self._regions: list[tuple[str, int, int | None]] = []   # (stream, first op, end op)
+        self._mode = None
+        self._ops = None
+        self._internal: dict[str, bool] = {}
+        self.running = False
+
+    # ---- context manager ----------------------------------------------------------------
+    def __enter__(self):
+        if self.running:
+            raise AliasflowError("this trace is already running")
+        self._mode = _Mode(self)
+        self._mode.__enter__()
+        self.running = True
+        return self
+
+    def __exit__(self, *exc):
+        self._mode.__exit__(*exc)
+        self.running = False
+        self._finish()
+        return False
+
+    @contextmanager
+    def stream(self, name: str):
+        """Ops issued inside run on CPU stream ``name``: ordered after everything the default
+        stream issued before the region and before everything it issues after the region."""
+        if not isinstance(name, str) or not name or name == "default":
+            raise AliasflowError(f"stream name must be a non-empty string other than "
+                                 f"'default', got {name!r}")
+        if self._stream is not None:
+            raise AliasflowError(f"stream regions do not nest: already in {self._stream!r}")
+        self._stream = name
+        region = [name, len(self.raw), None]
+        try:
+            yield self
+        finally:
+            region[2] = len(self.raw)
+            self._regions.append(tuple(region))
+            self._stream = None
+
+    # ---- storages -----------------------------------------------------------------------
+    def _gen(self, t: torch.Tensor, index: int, creating: bool) -> StorageGen:
+        st = t.untyped_storage()
+        cdata = st._cdata
+        ptr, nbytes = st.data_ptr(), st.nbytes()
+        gen = self._by_cdata.get(cdata)
+        if gen is not None and gen.address == ptr and gen.nbytes == nbytes:
+            return gen
+        if gen is None:
+            weak = StorageWeakRef(st)   # pins the StorageImpl object, not its bytes
+            self._weak.append(weak)
+        else:
+            weak = gen.weak
+        gen = StorageGen(len(self.storages), ptr, nbytes, str(t.device),
+                         index if creating else None, index, weak)
+        if not creating and self.values:
+            gen.snapshot = st.clone()
+        self.storages.append(gen)
+        self._by_cdata[cdata] = gen
+        return gen
+
+    def _ref(self, t: torch.Tensor, index: int, creating: bool = False) -> Ref:
+        gen = self._gen(t, index, creating)
+        return Ref(gen, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype,
+                   t.element_size(), t.is_conj(), t.is_neg())
+
+    def _where(self):
+        f = sys._getframe(3)
+        internal = self._internal
+        while f is not None:
+            fn = f.f_code.co_filename
+            inside = internal.get(fn)
+            if inside is None:
+                inside = internal[fn] = (fn.startswith((_TORCH_DIR, _AF_DIR))
+                                         or fn.startswith("<frozen"))
+            if not inside:
+                return fn, f.f_lineno, f.f_code.co_name
+            f = f.f_back
+        return None
+
+    # ---- the hot path -------------------------------------------------------------------
+    def _template(self, x, index):
+        if isinstance(x, torch.Tensor):
+            return self._ref(x, index)
+        if isinstance(x, (list, tuple)) and any(isinstance(y, torch.Tensor) for y in x):
+            return type(x)(self._template(y, index) for y in x)
+        return x
+
+    def _call(self, func, args, kwargs):
+        spec = op_spec(func)
+        index = len(self.raw)
+        raw = Raw(index, func, spec)
+        raw.stream = self._stream
+        raw.where = self._where()
+        self.raw.append(raw)
+        self._ops = None
+        n = len(args)
+        # reads (and the call template) before the call
+        targs = [self._template(a, index) for a in args]
+        tkwargs = {k: self._template(v, index) for k, v in kwargs.items()}
+        raw.args, raw.kwargs = targs, tkwargs
+        writes = []
+        for a in spec.tensor_args:
+            if a.mode is None:
+                continue
+            if a.position < n:
+                value, tvalue = args[a.position], targs[a.position]
+            elif a.name in kwargs:
+                value, tvalue = kwargs[a.name], tkwargs[a.name]
+            else:
+                continue
+            if a.holds == TENSOR:
+                if not isinstance(value, torch.Tensor):
+                    continue  # None, or a Python number where the schema allows one
+                items = ((a.name, value, tvalue),)
+            elif isinstance(value, (list, tuple)):
+                items = tuple((f"{a.name}[{k}]", v, tv) for k, (v, tv) in
+                              enumerate(zip(value, tvalue)) if isinstance(v, torch.Tensor))
+            else:
+                continue
+            for label, v, tv in items:
+                if "R" in a.mode:
+                    raw.accesses.append((label, "R", tv, False))
+                if "W" in a.mode:
+                    writes.append((label, v, tv))
+        exact = None
+        if spec.data_dependent and writes:
+            exact = datadep.written_elements(spec, args, kwargs, writes[0][1], writes[0][2])
+            if exact is not None:
+                # the target is not read wholesale: only what the op's kind says it reads
+                raw.accesses = [acc for acc in raw.accesses if acc[0] != writes[0][0]]
+        if spec.random:
+            gen = kwargs.get("generator")
+            raw.rng = (gen or torch.default_generator).get_state()
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            raw.error = f"{type(exc).__name__}: {exc}".split("\n")[0]
+            for label, v, tv in writes:
+                raw.accesses.append((label, "W", tv, False))
+            raise
+        # writes after the call: out= arguments may have been resized onto new memory
+        values = [] if self.values else None
+        for label, v, tv in writes:
+            ref = self._ref(v, index, creating=True)
+            if exact is not None and label == writes[0][0]:
+                datadep.record(raw, label, ref, exact)
+            else:
+                raw.accesses.append((label, "W", ref, False))
+            if values is not None:
+                values.append((ref, v.detach().clone()))
+        raw.results = self._results(out, index, raw, values)
+        raw.values = values
+        return out
+
+    def _results(self, out, index, raw, values):
+        if isinstance(out, torch.Tensor):
+            st = out.untyped_storage()
+            gen = self._by_cdata.get(st._cdata)
+            fresh = gen is None or gen.address != st.data_ptr() or gen.nbytes != st.nbytes()
+            ref = self._ref(out, index, creating=fresh)
+            if fresh:
+                raw.accesses.append(("result", "W", ref, False))
+                if values is not None:
+                    values.append((ref, out.detach().clone()))
+            return ref
+        if isinstance(out, (list, tuple)):
+            return type(out)(self._results(o, index, raw, values) for o in out)
+        return out
+
+    # ---- end of trace -------------------------------------------------------------------
+    def _finish(self):
+        for gen in self.storages:
+            latest = self._by_cdata.get(gen.weak.cdata) is gen
+            gen.alive_at_end = latest and not gen.weak.expired()
+            if gen.alive_at_end and self.values:
+                st = torch.UntypedStorage._new_with_weak_ptr(gen.weak.cdata)
+                if st is not None and st.data_ptr() == gen.address:
+                    gen.final = st.clone()
+                else:
+                    gen.alive_at_end = False
+
+    # ---- results ------------------------------------------------------------------------
+    @property
+    def ops(self):
+        """The op records (:class:`~.records.TraceOp`), in program order, ready for
+        ``af.analyze``, ``af.value_flow``, ``af.find_races``."""
+        if self._ops is None:
+            from .records import build_ops
+            self._ops = build_ops(self)
+        return self._ops
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def findings(self):
+        """Findings, most serious first (see :mod:`.findings`)."""
+        from .findings import find
+        return find(self)[0]
+
+    def reuse(self):
+        """Conflicts across memory reuse (a freed storage's address given to a new one)."""
+        from .findings import find
+        return find(self)[1]
+
+    def races(self):
+        """Conflicting op pairs the stream regions leave unordered (see :mod:`.races`)."""
+        from .findings import races
+        return races(self)
+
+    def replay(self, workers: int = 1):
+        """Re-execute the trace in dependency order on copies; see :mod:`.replay`."""
+        from .replay import replay
+        return replay(self, workers)
+
+    def to_json(self, elements: bool = False) -> dict:
+        from .report import to_json
+        return to_json(self, elements)
+
+    def source_line(self, where) -> str:
+        if where is None:
+            return ""
+        return linecache.getline(where[0], where[1]).strip()
+
+    def __repr__(self) -> str:
+        return f"Trace({len(self.raw)} aten calls, {len(self.storages)} storages)"
+
+
+def trace(values: bool = True) -> Trace:
+    """Trace the PyTorch program run inside ``with af.trace() as t:``."""
+    return Trace(values=values)
