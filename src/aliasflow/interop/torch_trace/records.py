@@ -86,7 +86,8 @@ class TraceOp(Operation):
 
 def _regions(gens):
     """Merge the address ranges of all generations into regions: one byte tensor each."""
-    spans = sorted((g.address, g.end, g) for g in gens if g.nbytes > 0)
+    spans = sorted(((g.address, g.end, g) for g in gens if g.nbytes > 0),
+                   key=lambda s: (s[0], s[1], s[2].id))
     regions, current = [], None
     for start, end, g in spans:
         if current is None or start >= current[1]:

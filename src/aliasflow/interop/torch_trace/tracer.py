@@ -30,7 +30,7 @@ class Raw:
     """What the mode notes per call; :class:`~.records.TraceOp` is built from it later."""
 
     __slots__ = ("index", "func", "spec", "accesses", "args", "kwargs", "results", "where",
-                 "stream", "error", "rng", "values", "exact", "repeats")
+                 "stream", "error", "rng", "values", "exact", "repeats", "resized")
 
     def __init__(self, index, func, spec):
         self.index = index
@@ -46,6 +46,7 @@ class Raw:
         self.values = None      # [(Ref, tensor copy)] of what the op wrote, for replay
         self.exact = {}         # label -> sorted element start addresses of a data-dependent write
         self.repeats = {}       # label -> {address: times written} where > 1
+        self.resized = set()    # arguments the op moved onto new memory (out= resizing)
 
 
 class _Mode(TorchDispatchMode):
@@ -215,6 +216,8 @@ class Trace:
         values = [] if self.values else None
         for label, v, tv in writes:
             ref = self._ref(v, index, creating=True)
+            if ref.gen is not tv.gen:
+                raw.resized.add(label)
             if exact is not None and label == writes[0][0]:
                 datadep.record(raw, label, ref, exact)
             else:
