@@ -271,3 +271,41 @@ def find(trace):
     reuse.sort(key=key)
     trace._found = (len(trace.raw), (findings, reuse))
     return findings, reuse
+
+
+def races(trace) -> list[Finding]:
+    """Conflicting op pairs that the ``trace.stream(...)`` regions leave unordered.
+
+    Ops outside every region are on stream ``"default"``; a region's ops follow everything
+    the default stream issued before the region and precede everything it issues after.
+    Every conflicting pair is checked (``af.find_races``), across memory reuse too.
+    """
+    from ...analysis.races import find_races
+    ops = [op for op in trace.ops if not op.failed and op.input_views + op.output_views]
+    if not trace._regions or not ops:
+        return []
+    streams = {op.name: op.stream for op in ops}
+    default = [op for op in ops if op.stream == "default"]
+    edges = []
+    for name, first, end in trace._regions:
+        inside = [op for op in ops if first <= op.index < end and op.stream == name]
+        if not inside:
+            continue
+        before = [op for op in default if op.index < first]
+        after = [op for op in default if op.index >= end]
+        if before:
+            edges.append((before[-1].name, inside[0].name))
+        if after:
+            edges.append((inside[-1].name, after[0].name))
+    by_name = {op.name: op for op in ops}
+    out = []
+    for d in find_races(ops, streams=streams, edges=edges):
+        src, dst = by_name[d.src], by_name[d.dst]
+        a = next(x for x in src.accesses if x.view is d.src_access)
+        b = next(x for x in dst.accesses if x.view is d.dst_access)
+        shared = _shared(a, b)
+        addresses = _grid(b.ref.through, shared)
+        out.append(Finding(d.kind, [src, dst], int(addresses.size),
+                           [a.ref.through, b.ref.through],
+                           reuse=a.ref.gen is not b.ref.gen, _addresses=addresses))
+    return out
