@@ -75,7 +75,7 @@ def _svg(trace, findings) -> str:
     ops = {op.index: op for op in trace.ops}
     y = {i: 30 + 26 * n for n, i in enumerate(involved)}
     width, height = 760, 30 + 26 * len(involved)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+    parts = [f'<svg width="{width}" height="{height}" '
              f'class="graph">']
     live = [op for op in trace.ops if not op.failed and op.accesses]
     names = {op.name: op.index for op in live}

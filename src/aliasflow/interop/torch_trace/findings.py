@@ -214,7 +214,7 @@ def _dependency_findings(ops):
             for b in mb.get(id(d.dst_access), ()):
                 if b.mode != mode_b:
                     continue
-                reuse = a.ref.gen is not b.ref.gen
+                reuse = _reuse(a.ref.gen, b.ref.gen)
                 if not reuse:
                     if a.ref.through.same_elements(b.ref.through):
                         continue
@@ -246,6 +246,14 @@ def _dependency_findings(ops):
                     _addresses=addresses)
         (reuse if is_reuse else findings).append(f)
     return findings, reuse
+
+
+def _reuse(a, b) -> bool:
+    """Do two generations hold one address at different times (not at once)?"""
+    if a is b:
+        return False
+    older, newer = (a, b) if a.id < b.id else (b, a)
+    return newer.reuses(older)
 
 
 def _fp(access) -> np.ndarray:
@@ -307,5 +315,5 @@ def races(trace) -> list[Finding]:
         addresses = _grid(b.ref.through, shared)
         out.append(Finding(d.kind, [src, dst], int(addresses.size),
                            [a.ref.through, b.ref.through],
-                           reuse=a.ref.gen is not b.ref.gen, _addresses=addresses))
+                           reuse=_reuse(a.ref.gen, b.ref.gen), _addresses=addresses))
     return out

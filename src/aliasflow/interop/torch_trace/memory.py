@@ -19,7 +19,7 @@ class StorageGen:
     when the trace first saw it (``snapshot``, for replay) and at the end (``final``)."""
 
     __slots__ = ("id", "address", "nbytes", "device", "creator", "first_op", "snapshot",
-                 "final", "weak", "alive_at_end", "region", "region_start")
+                 "final", "weak", "alive_at_end", "region", "region_start", "aliases")
 
     def __init__(self, id_: int, address: int, nbytes: int, device: str, creator, first_op,
                  weak):
@@ -35,6 +35,13 @@ class StorageGen:
         self.alive_at_end = False
         self.region = None            # the aliasflow tensor holding this address range
         self.region_start = 0
+        self.aliases = frozenset()    # ids of older generations alive and overlapping it
+
+    def reuses(self, older: "StorageGen") -> bool:
+        """Does this generation occupy memory ``older`` had before it was freed? A storage
+        the trace saw allocated never overlaps a live one; one it first saw as an argument
+        (``from_numpy``, ``from_blob``) may, and then it aliases it instead."""
+        return older is not self and older.id not in self.aliases
 
     @property
     def name(self) -> str:

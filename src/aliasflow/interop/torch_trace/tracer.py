@@ -126,8 +126,14 @@ class Trace:
             weak = gen.weak
         gen = StorageGen(len(self.storages), ptr, nbytes, str(t.device),
                          index if creating else None, index, weak)
-        if not creating and self.values:
-            gen.snapshot = st.clone()
+        if not creating:
+            # memory the allocator did not just hand out may be shared with live storages
+            gen.aliases = frozenset(
+                g.id for g in self.storages
+                if g.address < gen.end and gen.address < g.end and not g.weak.expired()
+                and self._by_cdata.get(g.weak.cdata) is g)
+            if self.values:
+                gen.snapshot = st.clone()
         self.storages.append(gen)
         self._by_cdata[cdata] = gen
         return gen
