@@ -25,7 +25,9 @@ from .memory import Ref
 @dataclass
 class Mismatch:
     """A difference: ``what`` ("result" of an op, or "storage"), ``where`` (op or storage
-    name), ``storage``, and the first differing byte offsets from the storage's start."""
+    name), ``storage``, ``count`` differing bytes and the first differing byte offsets (for
+    a storage, from its start; for a result, into the written tensor's bytes in index
+    order)."""
     what: str
     where: str
     storage: str
