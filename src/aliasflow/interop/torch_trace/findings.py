@@ -24,7 +24,9 @@ gives them as element indices into that view's storage.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -63,6 +65,8 @@ class Finding:
         """The elements involved, as indices of elements of the finding's first view's dtype
         from the start of its storage, sorted."""
         ref = self.views[0]
+        if callable(self._addresses):
+            self._addresses = self._addresses()
         return ((self._addresses - ref.gen.address) // ref.itemsize).tolist()
 
     def describe(self) -> str:
@@ -162,21 +166,20 @@ class _Writes:
     """Per region, the certain writes in program order, to find what lies between two ops."""
 
     def __init__(self, ops):
-        self.by_region: dict[int, list] = {}
+        self.by_region: dict[int, tuple[list, list]] = {}
         for op in ops:
             for a in op.accesses:
                 if a.mode == "W" and a.view is not None and not a.may and not op.failed:
-                    self.by_region.setdefault(id(a.view.tensor), []).append((op.index, a))
+                    keys, accesses = self.by_region.setdefault(id(a.view.tensor), ([], []))
+                    keys.append(op.index)
+                    accesses.append(a)
 
     def between(self, region, i: int, j: int):
         """Writes by ops ``i <= k < j`` (an op writes after it reads, so op ``i``'s own
         writes come between its read and a later op's access; for a write at ``i`` they
         are that write and cut nothing more)."""
-        for k, a in self.by_region.get(id(region), ()):
-            if k >= j:
-                break
-            if k >= i:
-                yield a
+        keys, accesses = self.by_region.get(id(region), ((), ()))
+        return accesses[bisect_left(keys, i):bisect_left(keys, j)]
 
 
 def _access_map(op):
@@ -196,13 +199,75 @@ def _edges(ops):
         return all_conflicts(ops)
 
 
-def _dependency_findings(ops):
+def _whole_elements(a, b, grid) -> bool:
+    """Do the two accesses' shared bytes come in whole elements of ``grid``'s dtype? Then
+    shared elements = shared bytes / itemsize, with nothing enumerated."""
+    k = grid.itemsize
+    return (not a.may and not b.may and a.ref.itemsize == k == b.ref.itemsize
+            and (a.ref.start - grid.start) % k == 0 and (b.ref.start - grid.start) % k == 0)
+
+
+def _cut(a, b, cuts) -> np.ndarray:
+    """Shared bytes of ``a`` and ``b`` minus the bytes of the writes ``cuts``."""
+    shared = _shared(a, b)
+    for w in cuts:
+        if shared.size == 0:
+            break
+        shared = np.setdiff1d(shared, _fp(w), assume_unique=True)
+    return shared
+
+
+def _alias_groups(ops) -> dict[int, int]:
+    """Generation id -> id of its group: generations that share memory while both live."""
+    parent: dict[int, int] = {}
+
+    def root(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    for op in ops:
+        for a in op.accesses:
+            g = a.ref.gen
+            for other in g.aliases:
+                parent[root(g.id)] = root(other)
+    return {g: root(g) for g in list(parent)}
+
+
+def _candidates(live, want_reuse):
+    """The ops to analyse for implicit conflicts. Unless reuse is wanted, memory that is only
+    ever accessed through one view (same dtype, same bytes in the same order) cannot hold an
+    implicit conflict, so its accesses are left out: the analysis then sees only memory
+    touched through two or more different views."""
+    if want_reuse:
+        return live
+    group = _alias_groups(live)
+    keys: dict[int, set] = {}
+    for op in live:
+        for a in op.accesses:
+            if a.view is not None:
+                r = a.ref.through
+                g = group.get(r.gen.id, r.gen.id)
+                keys.setdefault(g, set()).add((r.dtype, r.byte_layout()))
+    several = {g for g, k in keys.items() if len(k) > 1}
+    out = []
+    for op in live:
+        ins = [a.view for a in op.accesses if a.mode == "R" and a.view is not None
+               and group.get(a.ref.gen.id, a.ref.gen.id) in several]
+        outs = [a.view for a in op.accesses if a.mode == "W" and a.view is not None
+                and group.get(a.ref.gen.id, a.ref.gen.id) in several]
+        if ins or outs:
+            out.append(SimpleNamespace(name=op.name, input_views=ins, output_views=outs))
+    return out
+
+
+def _dependency_findings(ops, want_reuse: bool):
     live = [op for op in ops if not op.failed and op.accesses]
     by_name = {op.name: op for op in live}
     maps = {}
     writes = _Writes(live)
     groups: dict = {}
-    for d in _edges(live):
+    for d in _edges(_candidates(live, want_reuse)):
         src, dst = by_name[d.src], by_name[d.dst]
         ma = maps.get(src.index) or maps.setdefault(src.index, _access_map(src))
         mb = maps.get(dst.index) or maps.setdefault(dst.index, _access_map(dst))
@@ -215,35 +280,44 @@ def _dependency_findings(ops):
                 if b.mode != mode_b:
                     continue
                 reuse = _reuse(a.ref.gen, b.ref.gen)
+                if reuse and not want_reuse:
+                    continue
                 if not reuse:
                     if a.ref.through.same_elements(b.ref.through):
                         continue
                     if d.kind != "WAR" and a.ref.gen.creator == src.index:
                         continue  # a producer flow out of the op that made the storage
-                shared = _shared(a, b)
-                base = a.ref.gen.region_start
-                for w in writes.between(a.view.tensor, src.index, dst.index):
-                    if shared.size == 0:
-                        break
-                    if w is a:
-                        continue
-                    low, high = w.view.extent
-                    if low + base > shared[-1] or high + base < shared[0]:
-                        continue
-                    shared = np.setdiff1d(shared, _fp(w), assume_unique=True)
-                if shared.size == 0:
+                ov = overlap(a.view, b.view)
+                if not ov:
                     continue
+                # writes in between that could overwrite shared bytes (checked exactly later);
+                # across reuse, every shared element counts
+                lo = max(a.view.extent[0], b.view.extent[0])
+                hi = min(a.view.extent[1], b.view.extent[1])
+                cuts = [] if reuse else [
+                    w for w in writes.between(a.view.tensor, src.index, dst.index)
+                    if w is not a and w.view.extent[0] <= hi and w.view.extent[1] >= lo
+                    and check_memory_overlap(w.view, a.view)
+                    and check_memory_overlap(w.view, b.view)]
                 key = (d.kind, src.index, dst.index, reuse)
                 g = groups.setdefault(key, [src, dst, [], [], b.ref.through])
-                g[2].append(shared)
+                g[2].append((a, b, ov, cuts))
                 for r in (a.ref.through, b.ref.through):
                     if r not in g[3]:
                         g[3].append(r)
     findings, reuse = [], []
-    for (kind, _, _, is_reuse), (src, dst, hits, views, grid_ref) in groups.items():
-        addresses = _grid(grid_ref, np.unique(np.concatenate(hits)))
-        f = Finding(kind, [src, dst], int(addresses.size), views, reuse=is_reuse,
-                    _addresses=addresses)
+    for (kind, _, _, is_reuse), (src, dst, pairs, views, grid) in groups.items():
+        if len(pairs) == 1 and not pairs[0][3] and _whole_elements(*pairs[0][:2], grid):
+            a, b, ov, _ = pairs[0]
+            count = ov.count // grid.itemsize
+            addresses = (lambda a=a, b=b, grid=grid: _grid(grid, _shared(a, b)))
+        else:
+            hits = [_cut(a, b, cuts) for a, b, _, cuts in pairs]
+            addresses = _grid(grid, np.unique(np.concatenate(hits)))
+            count = int(addresses.size)
+        if count == 0:
+            continue
+        f = Finding(kind, [src, dst], count, views, reuse=is_reuse, _addresses=addresses)
         (reuse if is_reuse else findings).append(f)
     return findings, reuse
 
@@ -260,8 +334,20 @@ def _fp(access) -> np.ndarray:
     return access.view.footprint().astype(np.int64) + access.ref.gen.region_start
 
 
+def reuse(trace) -> list[Finding]:
+    """Conflicts between two lifetimes of one address (a storage freed, its memory given to
+    a new one), in program order; ``count``: elements both accesses touch."""
+    cached = getattr(trace, "_reuse", None)
+    if cached is not None and cached[0] == len(trace.raw):
+        return cached[1]
+    out = _dependency_findings(trace.ops, True)[1]
+    out.sort(key=lambda f: (f.ops[0].index, f.ops[-1].index, RANK[f.kind]))
+    trace._reuse = (len(trace.raw), out)
+    return out
+
+
 def find(trace):
-    """``(findings, reuse)`` of a trace, computed once per trace length."""
+    """Findings of a trace, most serious first, computed once per trace length."""
     cached = getattr(trace, "_found", None)
     if cached is not None and cached[0] == len(trace.raw):
         return cached[1]
@@ -272,13 +358,10 @@ def find(trace):
             continue
         findings.extend(_in_op(op))
         findings.extend(_self_overlap(op))
-    deps, reuse = _dependency_findings(ops)
-    findings.extend(deps)
-    key = lambda f: (RANK[f.kind], f.ops[0].index, f.ops[-1].index)  # noqa: E731
-    findings.sort(key=key)
-    reuse.sort(key=key)
-    trace._found = (len(trace.raw), (findings, reuse))
-    return findings, reuse
+    findings.extend(_dependency_findings(ops, False)[0])
+    findings.sort(key=lambda f: (RANK[f.kind], f.ops[0].index, f.ops[-1].index))
+    trace._found = (len(trace.raw), findings)
+    return findings
 
 
 def races(trace) -> list[Finding]:

@@ -277,12 +277,12 @@ class Trace:
     def findings(self):
         """Findings, most serious first (see :mod:`.findings`)."""
         from .findings import find
-        return find(self)[0]
+        return find(self)
 
     def reuse(self):
         """Conflicts across memory reuse (a freed storage's address given to a new one)."""
-        from .findings import find
-        return find(self)[1]
+        from .findings import reuse
+        return reuse(self)
 
     def races(self):
         """Conflicting op pairs the stream regions leave unordered (see :mod:`.races`)."""
