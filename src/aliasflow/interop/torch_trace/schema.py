@@ -73,6 +73,7 @@ class OpSpec:
     random: bool         # takes a Generator: replay must restore the generator state
     uninitialized: bool
     data_dependent: bool
+    view_only: bool      # touches no data and returns only aliases of its arguments
 
 
 def _holds(type_) -> str:
@@ -116,6 +117,11 @@ def op_spec(func) -> OpSpec:
             mode = "R"
         args.append(ArgSpec(k, a.name, holds, mode, bool(a.kwarg_only), is_out))
     random = any("Generator" in str(a.type) for a in schema.arguments)
-    return OpSpec(name, base, overload, tuple(args),
-                  tuple(a for a in args if a.holds != OTHER), random,
-                  base in UNINITIALIZED, base in DATA_DEPENDENT)
+    tensor_args = tuple(a for a in args if a.holds != OTHER)
+    view_only = (bool(schema.returns) and bool(tensor_args)
+                 and all(a.mode is None for a in tensor_args)
+                 and all(r.alias_info is not None and not r.alias_info.is_write
+                         for r in schema.returns)
+                 and not random and base not in DATA_DEPENDENT)
+    return OpSpec(name, base, overload, tuple(args), tensor_args, random,
+                  base in UNINITIALIZED, base in DATA_DEPENDENT, view_only)

@@ -9,6 +9,7 @@ Nothing here keeps a traced tensor's memory alive.
 from __future__ import annotations
 
 import linecache
+from bisect import bisect_left
 import os
 import sys
 from contextlib import contextmanager
@@ -71,6 +72,9 @@ class Trace:
         self.storages: list[StorageGen] = []
         self._by_cdata: dict[int, StorageGen] = {}
         self._weak: list = []
+        self._starts: list[int] = []          # generations sorted by start address
+        self._by_start: list[StorageGen] = []
+        self._longest = 0
         self._stream = None
         self._regions: list[tuple[str, int, int | None]] = []   # (stream, first op, end op)
         self._mode = None
@@ -129,14 +133,24 @@ class Trace:
         if not creating:
             # memory the allocator did not just hand out may be shared with live storages
             gen.aliases = frozenset(
-                g.id for g in self.storages
+                g.id for g in self._near(gen)
                 if g.address < gen.end and gen.address < g.end and not g.weak.expired()
                 and self._by_cdata.get(g.weak.cdata) is g)
             if self.values:
                 gen.snapshot = st.clone()
         self.storages.append(gen)
+        k = bisect_left(self._starts, ptr)
+        self._starts.insert(k, ptr)
+        self._by_start.insert(k, gen)
+        self._longest = max(self._longest, nbytes)
         self._by_cdata[cdata] = gen
         return gen
+
+    def _near(self, gen):
+        """Generations that start less than the longest storage's size before ``gen``."""
+        lo = bisect_left(self._starts, gen.address - self._longest)
+        hi = bisect_left(self._starts, gen.end)
+        return self._by_start[lo:hi]
 
     def _ref(self, t: torch.Tensor, index: int, creating: bool = False) -> Ref:
         gen = self._gen(t, index, creating)
@@ -147,13 +161,13 @@ class Trace:
         f = sys._getframe(3)
         internal = self._internal
         while f is not None:
-            fn = f.f_code.co_filename
-            inside = internal.get(fn)
+            code = f.f_code
+            inside = internal.get(code)
             if inside is None:
-                inside = internal[fn] = (fn.startswith((_TORCH_DIR, _AF_DIR))
-                                         or fn.startswith("<frozen"))
+                fn = code.co_filename
+                inside = internal[code] = fn.startswith((_TORCH_DIR, _AF_DIR, "<frozen"))
             if not inside:
-                return fn, f.f_lineno, f.f_code.co_name
+                return code.co_filename, f.f_lineno, code.co_name
             f = f.f_back
         return None
 
@@ -173,6 +187,12 @@ class Trace:
         raw.where = self._where()
         self.raw.append(raw)
         self._ops = None
+        if spec.view_only:   # a view: no data touched, nothing to replay
+            try:
+                return func(*args, **kwargs)
+            except Exception as exc:
+                raw.error = f"{type(exc).__name__}: {exc}".split("\n")[0]
+                raise
         n = len(args)
         # reads (and the call template) before the call
         targs = [self._template(a, index) for a in args]
@@ -201,7 +221,7 @@ class Trace:
                 if "R" in a.mode:
                     raw.accesses.append((label, "R", tv, False))
                 if "W" in a.mode:
-                    writes.append((label, v, tv))
+                    writes.append((label, v, tv, a.is_out))
         exact = None
         if spec.data_dependent and writes:
             exact = datadep.written_elements(spec, args, kwargs, writes[0][1], writes[0][2])
@@ -215,13 +235,14 @@ class Trace:
             out = func(*args, **kwargs)
         except Exception as exc:
             raw.error = f"{type(exc).__name__}: {exc}".split("\n")[0]
-            for label, v, tv in writes:
+            for label, v, tv, _ in writes:
                 raw.accesses.append((label, "W", tv, False))
             raise
         # writes after the call: out= arguments may have been resized onto new memory
         values = [] if self.values else None
-        for label, v, tv in writes:
-            ref = self._ref(v, index, creating=True)
+        for label, v, tv, is_out in writes:
+            # only an out= argument can be resized or moved by the op itself
+            ref = self._ref(v, index, creating=True) if is_out else tv
             if ref.gen is not tv.gen:
                 raw.resized.add(label)
             if exact is not None and label == writes[0][0]:
@@ -229,7 +250,7 @@ class Trace:
             else:
                 raw.accesses.append((label, "W", ref, False))
             if values is not None:
-                values.append((ref, v.detach().clone()))
+                values.append((ref, v.clone()))
         raw.results = self._results(out, index, raw, values)
         raw.values = values
         return out
@@ -243,7 +264,7 @@ class Trace:
             if fresh:
                 raw.accesses.append(("result", "W", ref, False))
                 if values is not None:
-                    values.append((ref, out.detach().clone()))
+                    values.append((ref, out.clone()))
             return ref
         if isinstance(out, (list, tuple)):
             return type(out)(self._results(o, index, raw, values) for o in out)
