@@ -18,20 +18,18 @@ class StorageGen:
     """One lifetime of one address range: ``address``, ``nbytes``, who made it, its bytes
     when the trace first saw it (``snapshot``, for replay) and at the end (``final``)."""
 
-    __slots__ = ("id", "address", "nbytes", "device", "creator", "first_op", "snapshot",
+    __slots__ = ("id", "address", "nbytes", "creator", "first_op", "snapshot",
                  "final", "weak", "alive_at_end", "region", "region_start", "aliases")
 
-    def __init__(self, id_: int, address: int, nbytes: int, device: str, creator, first_op,
-                 weak):
+    def __init__(self, id_: int, address: int, nbytes: int, creator, first_op, weak):
         self.id = id_
         self.address = address
         self.nbytes = nbytes
-        self.device = device
         self.creator = creator        # index of the op that allocated it, None if it existed
         self.first_op = first_op      # index of the first op that touched it
         self.snapshot = None          # UntypedStorage copy taken at first sight (None: created)
         self.final = None             # UntypedStorage copy at the end of the trace (if alive)
-        self.weak = weak
+        self.weak = weak              # the StorageImpl's address, held by a weak reference
         self.alive_at_end = False
         self.region = None            # the aliasflow tensor holding this address range
         self.region_start = 0

@@ -8,14 +8,14 @@ Nothing here keeps a traced tensor's memory alive.
 """
 from __future__ import annotations
 
+import gc
 import linecache
-from bisect import bisect_left
+import weakref
 import os
 import sys
 from contextlib import contextmanager
 
 import torch
-from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...core.errors import AliasflowError
@@ -24,7 +24,16 @@ from .schema import OTHER, TENSOR, op_spec
 from . import datadep
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_PAGE = 20   # generations are indexed by the 1 MiB pages they touch
 _AF_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+_expired = torch.UntypedStorage._expired
+
+
+def _free_weak_refs(cdatas, free=torch.UntypedStorage._free_weak_ref):
+    for cdata in cdatas:
+        free(cdata)
 
 
 class Raw:
@@ -63,18 +72,22 @@ class Trace:
     """A recorded PyTorch program. Use as ``with af.trace() as t: ...``.
 
     ``values=False`` skips copying what each op writes: tracing is cheaper, and
-    :meth:`replay` is then unavailable.
+    :meth:`replay` is then unavailable. ``pause_gc`` (default True) turns Python's cyclic
+    garbage collector off while tracing (the trace makes many small objects, and repeated
+    full collections over them dominate the cost); memory freed by reference counting, which
+    is how tensors are freed, is unaffected, and cyclic garbage is collected after the trace.
     """
 
-    def __init__(self, values: bool = True):
+    def __init__(self, values: bool = True, pause_gc: bool = True):
         self.values = values
+        self.pause_gc = pause_gc
+        self._gc_was_enabled = False
         self.raw: list[Raw] = []
         self.storages: list[StorageGen] = []
         self._by_cdata: dict[int, StorageGen] = {}
-        self._weak: list = []
-        self._starts: list[int] = []          # generations sorted by start address
-        self._by_start: list[StorageGen] = []
-        self._longest = 0
+        self._weak: list = []   # StorageImpl addresses we hold weak references to
+        weakref.finalize(self, _free_weak_refs, self._weak)
+        self._pages: dict[int, list] = {}     # address >> _PAGE -> generations there
         self._stream = None
         self._regions: list[tuple[str, int, int | None]] = []   # (stream, first op, end op)
         self._mode = None
@@ -89,11 +102,16 @@ class Trace:
         self._mode = _Mode(self)
         self._mode.__enter__()
         self.running = True
+        if self.pause_gc:
+            self._gc_was_enabled = gc.isenabled()
+            gc.disable()
         return self
 
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
         self.running = False
+        if self.pause_gc and self._gc_was_enabled:
+            gc.enable()
         self._finish()
         return False
 
@@ -124,38 +142,42 @@ class Trace:
         if gen is not None and gen.address == ptr and gen.nbytes == nbytes:
             return gen
         if gen is None:
-            weak = StorageWeakRef(st)   # pins the StorageImpl object, not its bytes
-            self._weak.append(weak)
-        else:
-            weak = gen.weak
-        gen = StorageGen(len(self.storages), ptr, nbytes, str(t.device),
-                         index if creating else None, index, weak)
+            st._weak_ref()   # pins the StorageImpl object, not its bytes; freed with the trace
+            self._weak.append(cdata)
+        gen = StorageGen(len(self.storages), ptr, nbytes, index if creating else None, index,
+                         cdata)
         if not creating:
             # memory the allocator did not just hand out may be shared with live storages
             gen.aliases = frozenset(
                 g.id for g in self._near(gen)
-                if g.address < gen.end and gen.address < g.end and not g.weak.expired()
-                and self._by_cdata.get(g.weak.cdata) is g)
+                if g.address < gen.end and gen.address < g.end and not _expired(g.weak)
+                and self._by_cdata.get(g.weak) is g)
             if self.values:
                 gen.snapshot = st.clone()
         self.storages.append(gen)
-        k = bisect_left(self._starts, ptr)
-        self._starts.insert(k, ptr)
-        self._by_start.insert(k, gen)
-        self._longest = max(self._longest, nbytes)
+        pages = self._pages
+        for page in range(ptr >> _PAGE, ((ptr + max(nbytes, 1) - 1) >> _PAGE) + 1):
+            bucket = pages.get(page)
+            if bucket is None:
+                pages[page] = [gen]
+            else:
+                bucket.append(gen)
         self._by_cdata[cdata] = gen
         return gen
 
     def _near(self, gen):
-        """Generations that start less than the longest storage's size before ``gen``."""
-        lo = bisect_left(self._starts, gen.address - self._longest)
-        hi = bisect_left(self._starts, gen.end)
-        return self._by_start[lo:hi]
+        """Generations on the same address pages as ``gen`` (a superset of those whose
+        ranges meet it)."""
+        out = {}
+        for page in range(gen.address >> _PAGE, ((gen.end - 1) >> _PAGE) + 1):
+            for g in self._pages.get(page, ()):
+                out[g.id] = g
+        return out.values()
 
     def _ref(self, t: torch.Tensor, index: int, creating: bool = False) -> Ref:
         gen = self._gen(t, index, creating)
-        return Ref(gen, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype,
-                   t.element_size(), t.is_conj(), t.is_neg())
+        return Ref(gen, t.storage_offset(), t.shape, t.stride(), t.dtype, t.element_size(),
+                   t.is_conj(), t.is_neg())
 
     def _where(self):
         f = sys._getframe(3)
@@ -273,10 +295,10 @@ class Trace:
     # ---- end of trace -------------------------------------------------------------------
     def _finish(self):
         for gen in self.storages:
-            latest = self._by_cdata.get(gen.weak.cdata) is gen
-            gen.alive_at_end = latest and not gen.weak.expired()
+            latest = self._by_cdata.get(gen.weak) is gen
+            gen.alive_at_end = latest and not _expired(gen.weak)
             if gen.alive_at_end and self.values:
-                st = torch.UntypedStorage._new_with_weak_ptr(gen.weak.cdata)
+                st = torch.UntypedStorage._new_with_weak_ptr(gen.weak)
                 if st is not None and st.data_ptr() == gen.address:
                     gen.final = st.clone()
                 else:
@@ -328,6 +350,6 @@ class Trace:
         return f"Trace({len(self.raw)} aten calls, {len(self.storages)} storages)"
 
 
-def trace(values: bool = True) -> Trace:
-    """Trace the PyTorch program run inside ``with af.trace() as t:``."""
-    return Trace(values=values)
+def trace(values: bool = True, pause_gc: bool = True) -> Trace:
+    """Trace the PyTorch program run inside ``with af.trace() as t:`` (see :class:`Trace`)."""
+    return Trace(values=values, pause_gc=pause_gc)
