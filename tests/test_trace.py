@@ -308,3 +308,18 @@ def test_lazy_export():
                               "PYTHONPATH": str(__import__("pathlib").Path(af.__file__)
                                                 .parents[1])})
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_readme_torch_example():
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    code = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)[1]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "in-op-overlap ['aten.sub_.Tensor'] 3 ['README.md:4']"
+    assert lines[1].endswith("identical")
