@@ -323,3 +323,22 @@ def test_readme_torch_example():
     lines = out.getvalue().splitlines()
     assert lines[0] == "in-op-overlap ['aten.sub_.Tensor'] 3 ['README.md:4']"
     assert lines[1].endswith("identical")
+
+
+def test_index_copy_and_scatter_exact_elements():
+    m = torch.zeros(5, 3)
+    with af.trace() as tr:
+        m.index_copy_(0, torch.tensor([4, 1]), torch.ones(2, 3))   # rows 4 and 1
+        s = m.t()[0].sum()                                          # column 0: m[i, 0]
+        v = torch.zeros(8)
+        v.scatter_(0, torch.tensor([6, 2, 6]), torch.tensor([1., 2., 3.]))  # 6 twice
+        r = v[::2].sum()                                            # sees elements 2 and 6
+    del s, r
+    got = [(f.kind, [op.aten for op in f.ops], f.count) for f in tr.findings()]
+    assert got == [
+        ("self-overlap-write", ["aten.scatter_.src"], 1),
+        ("RAW", ["aten.index_copy_.default", "aten.sum.default"], 2),   # m[4,0], m[1,0]
+        ("RAW", ["aten.scatter_.src", "aten.sum.default"], 2),
+    ]
+    assert tr.findings()[0].elements() == [6]
+    assert tr.replay().identical
