@@ -203,3 +203,18 @@ def test_findings_json_fields():
     assert f["aten"] == ["aten.sub_.Tensor"] and f["indices"] == [1]
     assert f["lines"][0].endswith(f"test_trace_programs.py:"
                                   f"{test_findings_json_fields.__code__.co_firstlineno + 3}")
+
+
+def test_unusual_tensors_do_not_break_the_program():
+    i = torch.tensor([[0, 1], [1, 0]])
+    sp = torch.sparse_coo_tensor(i, torch.tensor([1.0, 2.0]), (2, 2))
+    d = torch.ones(2, 2)
+    with af.trace() as tr:
+        y = (sp + sp).to_dense() + d
+        d.add_(1)
+    assert torch.equal(y, torch.tensor([[1.0, 3.0], [5.0, 1.0]]))
+    assert any(op.untracked for op in tr.ops)
+    assert tr.findings() == [] or all(f.kind for f in tr.findings())
+    assert tr.to_json()["untracked"]
+    with pytest.raises(af.AliasflowError, match="could not record"):
+        tr.replay()

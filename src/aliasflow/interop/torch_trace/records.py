@@ -54,6 +54,7 @@ class TraceOp(Operation):
         self.source = trace.source_line(raw.where)
         self.stream = raw.stream or "default"
         self.error = raw.error
+        self.untracked = raw.untracked   # why its tensors could not be recorded, if so
         self.exact_writes = raw.exact
         self.repeats = raw.repeats
         self.raw = raw

@@ -167,6 +167,11 @@ def replay(trace, workers: int = 1) -> ReplayReport:
         raise AliasflowError("replay needs a trace made with values=True")
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise AliasflowError(f"replay: workers must be a positive int, got {workers!r}")
+    blind = next((op for op in trace.ops if op.untracked), None)
+    if blind is not None:
+        raise AliasflowError(f"replay: the trace could not record the tensors of "
+                             f"{blind.name} at {blind.line} ({blind.untracked}), so a replay "
+                             f"could not be complete")
     ops = [op for op in trace.ops if not op.failed and op.accesses]
     graph = analyze(ops)
     by_name = {op.name: op for op in ops}

@@ -15,6 +15,8 @@ def to_json(trace, elements: bool = False) -> dict:
         "races": [f.to_json(elements) for f in trace.races()],
         "failed": [{"op": op.name, "line": op.line, "error": op.error}
                    for op in trace.ops if op.failed],
+        "untracked": [{"op": op.name, "line": op.line, "why": op.untracked}
+                      for op in trace.ops if op.untracked],
     }
 
 
@@ -37,4 +39,7 @@ def to_text(trace) -> str:
     for op in trace.ops:
         if op.failed:
             out.append(f"\nfailed: {op.name} at {op.line}: {op.error}")
+        if op.untracked:
+            out.append(f"\nnot recorded (its tensors are not plain strided memory): "
+                       f"{op.name} at {op.line}: {op.untracked}")
     return "\n".join(out)

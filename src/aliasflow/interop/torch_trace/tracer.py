@@ -40,7 +40,8 @@ class Raw:
     """What the mode notes per call; :class:`~.records.TraceOp` is built from it later."""
 
     __slots__ = ("index", "func", "spec", "accesses", "args", "kwargs", "results", "where",
-                 "stream", "error", "rng", "values", "exact", "repeats", "resized")
+                 "stream", "error", "rng", "values", "exact", "repeats", "resized",
+                 "untracked")
 
     def __init__(self, index, func, spec):
         self.index = index
@@ -57,6 +58,7 @@ class Raw:
         self.exact = {}         # label -> sorted element start addresses of a data-dependent write
         self.repeats = {}       # label -> {address: times written} where > 1
         self.resized = set()    # arguments the op moved onto new memory (out= resizing)
+        self.untracked = None   # why the tracer could not record this call's tensors
 
 
 class _Mode(TorchDispatchMode):
@@ -215,6 +217,36 @@ class Trace:
             except Exception as exc:
                 raw.error = f"{type(exc).__name__}: {exc}".split("\n")[0]
                 raise
+        try:
+            state = self._before(raw, func, spec, index, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - never break the user's program
+            return self._untracked(raw, func, args, kwargs, exc)
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            raw.error = f"{type(exc).__name__}: {exc}".split("\n")[0]
+            for label, v, tv, _ in state[0]:
+                raw.accesses.append((label, "W", tv, False))
+            raise
+        try:
+            self._after(raw, index, state, out)
+        except Exception as exc:  # noqa: BLE001
+            raw.untracked = f"{type(exc).__name__}: {exc}".split("\n")[0]
+            raw.accesses, raw.args, raw.kwargs, raw.values = [], None, None, None
+        return out
+
+    def _untracked(self, raw, func, args, kwargs, exc):
+        """The tracer could not read this call's tensors (a sparse or otherwise unusual
+        tensor): run it anyway, and say so (replay refuses a trace with such calls)."""
+        raw.untracked = f"{type(exc).__name__}: {exc}".split("\n")[0]
+        raw.accesses, raw.args, raw.kwargs = [], None, None
+        try:
+            return func(*args, **kwargs)
+        except Exception as err:
+            raw.error = f"{type(err).__name__}: {err}".split("\n")[0]
+            raise
+
+    def _before(self, raw, func, spec, index, args, kwargs):
         n = len(args)
         # reads (and the call template) before the call
         targs = [self._template(a, index) for a in args]
@@ -253,13 +285,10 @@ class Trace:
         if spec.random:
             gen = kwargs.get("generator")
             raw.rng = (gen or torch.default_generator).get_state()
-        try:
-            out = func(*args, **kwargs)
-        except Exception as exc:
-            raw.error = f"{type(exc).__name__}: {exc}".split("\n")[0]
-            for label, v, tv, _ in writes:
-                raw.accesses.append((label, "W", tv, False))
-            raise
+        return writes, exact
+
+    def _after(self, raw, index, state, out):
+        writes, exact = state
         # writes after the call: out= arguments may have been resized onto new memory
         values = [] if self.values else None
         for label, v, tv, is_out in writes:
@@ -275,7 +304,9 @@ class Trace:
                 values.append((ref, v.clone()))
         raw.results = self._results(out, index, raw, values)
         raw.values = values
-        return out
+        if not raw.accesses:   # nothing to replay: keep no arguments (they may hold memory)
+            raw.args = raw.kwargs = raw.results = None
+
 
     def _results(self, out, index, raw, values):
         if isinstance(out, torch.Tensor):
