@@ -31,7 +31,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ...analysis.overlap import check_memory_overlap, has_internal_overlap, overlap
-from .memory import byte_footprint, element_starts, may_overlap_internally
+from .memory import byte_footprint, element_starts, may_overlap_internally, no_gc
 
 RANK = {"in-op-overlap": 0, "self-overlap-write": 1, "RAW": 2, "WAW": 3, "WAR": 4}
 
@@ -340,7 +340,8 @@ def reuse(trace) -> list[Finding]:
     cached = getattr(trace, "_reuse", None)
     if cached is not None and cached[0] == len(trace.raw):
         return cached[1]
-    out = _dependency_findings(trace.ops, True)[1]
+    with no_gc():
+        out = _dependency_findings(trace.ops, True)[1]
     out.sort(key=lambda f: (f.ops[0].index, f.ops[-1].index, RANK[f.kind]))
     trace._reuse = (len(trace.raw), out)
     return out
@@ -353,12 +354,13 @@ def find(trace):
         return cached[1]
     ops = trace.ops
     findings = []
-    for op in ops:
-        if not op.accesses:
-            continue
-        findings.extend(_in_op(op))
-        findings.extend(_self_overlap(op))
-    findings.extend(_dependency_findings(ops, False)[0])
+    with no_gc():
+        for op in ops:
+            if not op.accesses:
+                continue
+            findings.extend(_in_op(op))
+            findings.extend(_self_overlap(op))
+        findings.extend(_dependency_findings(ops, False)[0])
     findings.sort(key=lambda f: (RANK[f.kind], f.ops[0].index, f.ops[-1].index))
     trace._found = (len(trace.raw), findings)
     return findings

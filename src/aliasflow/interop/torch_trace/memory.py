@@ -9,9 +9,24 @@ generation is a :class:`StorageGen`: one aliasflow storage at its real address r
 """
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from math import prod
 
 import numpy as np
+
+
+@contextmanager
+def no_gc():
+    """Pause the cyclic GC: building and analysing a trace makes many small objects and
+    frees none, and repeated full collections over them would dominate the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class StorageGen:

@@ -16,7 +16,7 @@ from ...core.errors import AliasflowError
 from ...core.operations import Operation
 from ...core.tensor import Tensor
 from ...core.view import TensorView
-from .memory import Ref
+from .memory import Ref, no_gc
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,11 @@ def _views_for(gens):
 
 
 def build_ops(trace) -> list[TraceOp]:
+    with no_gc():
+        return _build_ops(trace)
+
+
+def _build_ops(trace) -> list[TraceOp]:
     view = _views_for(trace.storages)
     ops = []
     for raw in trace.raw:
