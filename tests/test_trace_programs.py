@@ -218,3 +218,19 @@ def test_unusual_tensors_do_not_break_the_program():
     assert tr.to_json()["untracked"]
     with pytest.raises(af.AliasflowError, match="could not record"):
         tr.replay()
+
+
+def test_random_ops_and_resize_replay():
+    torch.manual_seed(3)
+    z = torch.zeros(6)
+    g = torch.Generator().manual_seed(5)
+    with af.trace() as tr:
+        q = torch.randn(3, 3)                      # aten.randn.default: no generator argument
+        r = torch.rand(4, generator=g)             # an explicit generator
+        d = torch.nn.functional.dropout(q, 0.5)    # bernoulli_ with the default generator
+        z.resize_(12)                              # moved onto new memory
+        z.fill_(1)
+        m = torch.matmul(q, d)
+    del r, m
+    report = tr.replay(workers=2)
+    assert report.identical, str(report)

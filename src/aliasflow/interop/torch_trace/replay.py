@@ -12,6 +12,7 @@ outside PyTorch's dispatcher (a write through ``.numpy()``) shows up as a differ
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -20,6 +21,9 @@ import torch
 from ...analysis.dependencies import analyze
 from ...core.errors import AliasflowError
 from .memory import Ref
+
+
+_DEFAULT_GENERATOR = threading.Lock()
 
 
 @dataclass
@@ -126,11 +130,21 @@ class _Replayer:
         args = [self.arg(a, spec.args[k].name in raw.resized if k < len(spec.args) else False)
                 for k, a in enumerate(raw.args)]
         kwargs = {k: self.arg(v, k in raw.resized) for k, v in raw.kwargs.items()}
-        if raw.rng is not None:
+        if raw.rng is not None and spec.takes_generator:
             g = torch.Generator()
             g.set_state(raw.rng)
             kwargs["generator"] = g
-        out = raw.func(*args, **kwargs)
+            out = raw.func(*args, **kwargs)
+        elif raw.rng is not None:   # only the default generator: one such op at a time
+            with _DEFAULT_GENERATOR:
+                saved = torch.default_generator.get_state()
+                torch.default_generator.set_state(raw.rng)
+                try:
+                    out = raw.func(*args, **kwargs)
+                finally:
+                    torch.default_generator.set_state(saved)
+        else:
+            out = raw.func(*args, **kwargs)
         for label in raw.resized:   # out= arguments the op moved onto new memory
             new = next(a.ref for a in op.accesses if a.label == label and a.mode == "W")
             arg = kwargs.get(label)

@@ -38,9 +38,20 @@ NO_READ = frozenset({
     # views whose schema carries no alias annotation
     "_unsafe_view",
 })
-# Ops whose fresh outputs start with unspecified contents (replay copies the traced bytes).
+# Ops whose fresh outputs start with unspecified contents (replay copies the traced bytes);
+# a resize that moves a tensor onto new memory leaves the grown part unspecified.
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
-                           "new_empty_strided", "_empty_affine_quantized"})
+                           "new_empty_strided", "_empty_affine_quantized", "resize_",
+                           "resize_as_", "_resize_output_"})
+# Ops that draw from the default generator without taking a Generator argument in every
+# overload (``randn.default``): the trace keeps the generator state for them too.
+RANDOM = frozenset({
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+    "normal", "normal_", "uniform_", "bernoulli", "bernoulli_", "multinomial", "dropout",
+    "native_dropout", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_",
+    "poisson", "_standard_gamma", "_sample_dirichlet", "binomial", "rrelu_with_noise",
+    "_fused_dropout",
+})
 # Writes to data-dependent elements: the trace works out which elements when it can.
 DATA_DEPENDENT = frozenset({
     "index_put_", "_index_put_impl_", "masked_fill_", "masked_scatter_", "scatter_",
@@ -70,7 +81,8 @@ class OpSpec:
     overload: str        # "Tensor"
     args: tuple[ArgSpec, ...]
     tensor_args: tuple[ArgSpec, ...]
-    random: bool         # takes a Generator: replay must restore the generator state
+    random: bool         # draws random numbers: replay must restore the generator state
+    takes_generator: bool
     uninitialized: bool
     data_dependent: bool
     view_only: bool      # touches no data and returns only aliases of its arguments
@@ -116,12 +128,13 @@ def op_spec(func) -> OpSpec:
         else:
             mode = "R"
         args.append(ArgSpec(k, a.name, holds, mode, bool(a.kwarg_only), is_out))
-    random = any("Generator" in str(a.type) for a in schema.arguments)
+    takes_generator = any("Generator" in str(a.type) for a in schema.arguments)
+    random = takes_generator or base in RANDOM
     tensor_args = tuple(a for a in args if a.holds != OTHER)
     view_only = (bool(schema.returns) and bool(tensor_args)
                  and all(a.mode is None for a in tensor_args)
                  and all(r.alias_info is not None and not r.alias_info.is_write
                          for r in schema.returns)
                  and not random and base not in DATA_DEPENDENT)
-    return OpSpec(name, base, overload, tuple(args), tensor_args, random,
+    return OpSpec(name, base, overload, tuple(args), tensor_args, random, takes_generator,
                   base in UNINITIALIZED, base in DATA_DEPENDENT, view_only)

@@ -283,7 +283,7 @@ class Trace:
                 # the target is not read wholesale: only what the op's kind says it reads
                 raw.accesses = [acc for acc in raw.accesses if acc[0] != writes[0][0]]
         if spec.random:
-            gen = kwargs.get("generator")
+            gen = kwargs.get("generator") if spec.takes_generator else None
             raw.rng = (gen or torch.default_generator).get_state()
         return writes, exact
 
