@@ -177,7 +177,10 @@ class Trace:
         return out.values()
 
     def _ref(self, t: torch.Tensor, index: int, creating: bool = False) -> Ref:
-        gen = self._gen(t, index, creating)
+        st = t.untyped_storage()
+        gen = self._by_cdata.get(st._cdata)
+        if gen is None or gen.address != st.data_ptr() or gen.nbytes != st.nbytes():
+            gen = self._gen(t, index, creating)
         return Ref(gen, t.storage_offset(), t.shape, t.stride(), t.dtype, t.element_size(),
                    t.is_conj(), t.is_neg())
 
@@ -249,8 +252,12 @@ class Trace:
     def _before(self, raw, func, spec, index, args, kwargs):
         n = len(args)
         # reads (and the call template) before the call
-        targs = [self._template(a, index) for a in args]
-        tkwargs = {k: self._template(v, index) for k, v in kwargs.items()}
+        Tensor, ref, template = torch.Tensor, self._ref, self._template
+        targs = [ref(a, index) if isinstance(a, Tensor) else
+                 template(a, index) if isinstance(a, (list, tuple)) else a for a in args]
+        tkwargs = {k: ref(v, index) if isinstance(v, Tensor) else
+                   template(v, index) if isinstance(v, (list, tuple)) else v
+                   for k, v in kwargs.items()} if kwargs else {}
         raw.args, raw.kwargs = targs, tkwargs
         writes = []
         for a in spec.tensor_args:
