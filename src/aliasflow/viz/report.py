@@ -30,13 +30,7 @@ def _grid(f) -> str:
     k = ref.itemsize
     total = max(ref.gen.nbytes // k, 1)
     hits = set(f.elements())
-    marks = []
-    for n, v in enumerate(f.views[:2]):
-        if v.gen is not ref.gen or v.itemsize != k:
-            marks.append(set())
-            continue
-        from ..interop.torch_trace.memory import element_starts
-        marks.append({int(a - ref.gen.address) // k for a in element_starts(v)[:1 << 20]})
+    marks = [set(f.view_elements(n)) for n in range(min(2, len(f.views)))]
     lo, hi = 0, total
     if total > GRID_CELLS:
         centre = min(hits) if hits else 0

@@ -69,6 +69,15 @@ class Finding:
             self._addresses = self._addresses()
         return ((self._addresses - ref.gen.address) // ref.itemsize).tolist()
 
+    def view_elements(self, k: int, limit: int = 1 << 20) -> list[int]:
+        """Elements (as in :meth:`elements`) that view ``k`` touches, at most ``limit``
+        element indices enumerated; [] for a view of another storage or dtype size."""
+        ref, v = self.views[0], self.views[k]
+        if v.gen is not ref.gen or v.itemsize != ref.itemsize:
+            return []
+        starts = np.unique(element_starts(v)[:limit])
+        return ((starts - ref.gen.address) // ref.itemsize).tolist()
+
     def describe(self) -> str:
         names = ", ".join(op.name for op in self.ops)
         extra = " (memory reuse)" if self.reuse else ""

@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...core.errors import AliasflowError
 from .memory import Ref, StorageGen
-from .schema import OTHER, TENSOR, op_spec
+from .schema import TENSOR, op_spec
 from . import datadep
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
