@@ -44,6 +44,14 @@ def compute_view_footprint(view: TensorView) -> list[int]:
     return view.footprint().tolist()
 
 
+def __getattr__(name: str):
+    # ``af.trace`` imports torch, so only when asked for: ``import aliasflow`` stays light.
+    if name == "trace":
+        from .interop.torch_trace import trace
+        return trace
+    raise AttributeError(f"module 'aliasflow' has no attribute {name!r}")
+
+
 __all__ = [
     "AliasflowError", "ExecutionError", "Storage", "Tensor", "from_numpy", "from_dlpack", "TensorView", "row_major_strides",
     "Operation", "FillOperation", "TransformOperation", "ReduceOperation", "BinaryOperation",

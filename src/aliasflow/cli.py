@@ -289,6 +289,22 @@ def mge_cmd() -> None:
             console.print(table)
 
 
+@app.command("trace", context_settings={"allow_interspersed_args": False,
+                                        "ignore_unknown_options": True})
+def trace_cmd(script: Path = typer.Argument(..., help="Python script to run under the tracer."),
+              args: list[str] = typer.Argument(None, help="The script's own arguments."),
+              as_json: bool = typer.Option(False, "--json", help="Print findings as JSON."),
+              html: Optional[Path] = typer.Option(None, "--html",
+                                                  help="Write a self-contained HTML report."),
+              ) -> None:
+    """Run SCRIPT under the PyTorch tracer (as ``python -m cProfile`` does) and print the
+    findings grouped by source line, most serious first. Options go before SCRIPT; what
+    follows it is the script's argv. Exit code: 0 when the script ran, else the script's."""
+    from .interop.torch_trace.cli import run_script
+    code = run_script(script, list(args or []), as_json, html, console, errors)
+    raise typer.Exit(code)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 
