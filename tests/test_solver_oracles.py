@@ -240,8 +240,10 @@ def test_realistic_large_parent_vs_dim_sets_numpy_isl(pair):
     subset = all(np.isin(y, x).all() for x, y in zip(sa, sb))
     if covers(a, b):
         assert subset
-    if (vb.get("sub") and not has_window(va)) or a == b:
-        assert covers(a, b)
+    # covers is exact for identical layouts and, by enumeration, for any b of up to its
+    # limit; beyond that it may say False (unsure) where no product form applies
+    if a == b or (subset and int(np.prod(b[1])) <= 1 << 20):
+        assert covers(a, b, limit=1 << 20)
     if expected <= 10_000 and not windowed:
         cells = shared_cells(a, b)
         assert cells.size == expected

@@ -119,7 +119,7 @@ def _remainder(new: tuple, old: tuple):
         if high < old[3]:
             rest.append((old[0], old[1], high + 1, old[3], True, _dense(high + 1, old[3])))
         return rest
-    return () if solver.covers(new[5], old[5]) else None
+    return () if solver.covers(new[5], old[5], COVERS_LIMIT) else None
 
 
 def _dense(low: int, high: int) -> tuple:
@@ -127,6 +127,7 @@ def _dense(low: int, high: int) -> tuple:
     return low, (high - low + 1,), (1,)
 
 
+COVERS_LIMIT = 4096  # cells a non-dense write's cover test may enumerate (False past it: safe)
 PROGRESS_STEP = 1024
 WINDOW = 4096  # how far back the ancestor bitsets look, in ops
 _MASK = (1 << WINDOW) - 1
