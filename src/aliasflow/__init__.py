@@ -31,31 +31,29 @@ from .execution.runner import run
 __version__ = "0.1.0"
 
 
-def __getattr__(name):
-    # aliasflow.distributed on first use: importing aliasflow never imports Dask or Ray
-    if name == "distributed":
-        import importlib
-        return importlib.import_module(".distributed", __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def compute_view_footprint(view: TensorView) -> list[int]:
     """Sorted storage elements that ``view`` touches (the seed's function; NumPy inside)."""
     return view.footprint().tolist()
 
 
 def __getattr__(name: str):
-    # ``af.trace`` imports torch, so only when asked for: ``import aliasflow`` stays light.
+    # Heavy parts load on first use, so ``import aliasflow`` imports neither torch nor Dask
+    # nor Ray: ``af.trace`` (PyTorch) and ``af.distributed`` (Dask, Ray backends).
     if name == "trace":
         from .interop.torch_trace import trace
         return trace
+    if name == "distributed":
+        import importlib
+        return importlib.import_module(".distributed", __name__)
     raise AttributeError(f"module 'aliasflow' has no attribute {name!r}")
 
 
 __all__ = [
-    "AliasflowError", "ExecutionError", "Storage", "Tensor", "from_numpy", "from_dlpack", "TensorView", "row_major_strides",
-    "Operation", "FillOperation", "TransformOperation", "ReduceOperation", "BinaryOperation",
-    "Program", "OpRecord", "Access", "Value", "PRIMITIVES", "Primitive", "Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
+    "AliasflowError", "ExecutionError", "Storage", "Tensor", "from_numpy", "from_dlpack",
+    "TensorView", "row_major_strides", "Operation", "FillOperation", "TransformOperation",
+    "ReduceOperation", "BinaryOperation", "Program", "OpRecord", "Access", "Value",
+    "PRIMITIVES", "Primitive", "Overlap", "overlap", "check_memory_overlap",
+    "has_internal_overlap",
     "compute_view_footprint", "Dependency", "analyze", "analyze_dependencies",
     "DependencyGraph", "Flow", "value_flow", "find_races", "run",
 ]
