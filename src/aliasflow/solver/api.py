@@ -6,6 +6,7 @@ Every function accepts a :class:`~aliasflow.solver.layout.Layout` or a plain
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -20,6 +21,35 @@ __all__ = ["intersects", "witness", "count_shared", "shared_cells", "footprint",
            "internal_witness", "has_internal_overlap", "covers"]
 
 COVERS_ENUMERATION_LIMIT = 4096
+
+
+def _load_native():
+    """The compiled backend (``_native``), or None with ``AF_PURE=1`` or when it is not built.
+
+    The compiled functions take layouts as exact tuples ``(offset, shape, stride)`` of ints
+    and answer True/False, or None for "not decided here" (values beyond 2**62, or the
+    search ran past its budget); the pure Python code below then decides, as it always did.
+    """
+    if os.environ.get("AF_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native
+
+
+#: The compiled backend in use, or None (pure Python).  Tests swap it to compare both.
+_native = _load_native()
+
+
+def _exact(layout):
+    """``layout`` as the compiled code takes it: a tuple ``(offset, shape, stride)``."""
+    if type(layout) is tuple:
+        return layout
+    if isinstance(layout, Layout):
+        return (layout.offset, layout.shape, layout.stride)
+    return None
 
 
 def _nf(layout):
@@ -92,6 +122,14 @@ def intersects(a, b) -> bool:
     >>> intersects((0, (2, 2), (4, 1)), (8, (2, 2), (4, 1)))
     False
     """
+    nat = _native
+    if nat is not None:
+        try:
+            r = nat.intersects(_exact(a), _exact(b))
+        except TypeError:  # not exact tuples of ints: the general path converts them
+            r = None
+        if r is not None:
+            return r
     return _pair(_nf(a), _nf(b), False) is not None
 
 
@@ -249,6 +287,14 @@ def has_internal_overlap(a) -> bool:
     >>> has_internal_overlap((0, (4, 4), (4, 1)))
     False
     """
+    nat = _native
+    if nat is not None:
+        try:
+            r = nat.has_internal_overlap(_exact(a))
+        except TypeError:
+            r = None
+        if r is not None:
+            return r
     return _internal(*as_triple(a)) is not None
 
 
