@@ -12,6 +12,7 @@
 // running any); anything else is a TypeError.  Values beyond 2^62 in magnitude, negative
 // sizes, and anything the checked 128-bit arithmetic cannot hold return None, which means
 // "not decided here": the caller (solver/api.py) then takes the Python big-integer path.
+// NotImplemented means the exact search ran past its work budget: the caller asks isl.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -88,6 +89,7 @@ int read_layout(PyObject* triple, int64_t* buf, afn::Layout& L) {
 PyObject* answer(int r) {
     if (r == afn::YES) Py_RETURN_TRUE;
     if (r == afn::NO) Py_RETURN_FALSE;
+    if (r == afn::EXHAUSTED) Py_RETURN_NOTIMPLEMENTED;
     Py_RETURN_NONE;
 }
 
@@ -139,11 +141,11 @@ PyObject* py_internal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyMethodDef methods[] = {
     {"intersects", (PyCFunction)(void (*)(void))py_intersects, METH_FASTCALL,
      "intersects(a, b[, budget]) with layouts (offset, shape, stride) as exact tuples of "
-     "ints -> True/False, or None when not decided here (values too large, or the search ran past "
-     "its work budget)."},
+     "ints -> True/False; None when not decided here (values too large); NotImplemented when "
+     "the search ran past its work budget."},
     {"has_internal_overlap", (PyCFunction)(void (*)(void))py_internal, METH_FASTCALL,
-     "has_internal_overlap(a[, budget]) -> True/False, or None when not "
-     "decided here."},
+     "has_internal_overlap(a[, budget]) -> True/False, None or NotImplemented as for "
+     "intersects."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.solver._native",

@@ -3,10 +3,11 @@
 //
 // No Python here: module.cpp validates and converts the arguments, so this file can be
 // fuzzed and tested on its own.  Every function answers
-//   NO (0), YES (1) or UNDECIDED (-1)
-// UNDECIDED means "not decided here" (a value does not fit the checked 128-bit range, or
-// the search ran past its work budget); the caller then uses the Python big-integer path
-// and isl, exactly as the pure reference does.
+//   NO (0), YES (1), UNDECIDED (-1) or EXHAUSTED (-2)
+// UNDECIDED means "not decided here" (a value does not fit the checked 128-bit range): the
+// caller then uses the Python big-integer path, exactly as the pure reference does.
+// EXHAUSTED means the exact search ran past its work budget: the caller hands the problem
+// to isl (the Python reference does the same after its own, smaller, search budget).
 #pragma once
 
 #include <algorithm>
@@ -17,7 +18,7 @@ namespace afn {
 
 typedef __int128 i128;
 
-enum { NO = 0, YES = 1, UNDECIDED = -1 };
+enum { NO = 0, YES = 1, UNDECIDED = -1, EXHAUSTED = -2 };
 
 // Inputs are 64-bit; module.cpp only passes values with |v| <= 2^62.
 constexpr int64_t INPUT_LIMIT = (int64_t(1) << 62);
@@ -167,9 +168,12 @@ class FailedSet {
     size_t used = 0;
     static size_t hash(int32_t key, i128 d) {
         uint64_t lo = uint64_t(d), hi = uint64_t(d >> 64);
-        uint64_t h = (lo ^ (hi * 0x9E3779B97F4A7C15ull) ^ (uint64_t(key) << 40)) *
-                     0xC2B2AE3D27D4EB4Full;
-        return size_t(h ^ (h >> 29));
+        uint64_t h = lo ^ (hi * 0x9E3779B97F4A7C15ull) ^ (uint64_t(key) << 40);
+        h ^= h >> 33;  // murmur3 finaliser: every input bit reaches the low bits
+        h *= 0xFF51AFD7ED558CCDull;
+        h ^= h >> 33;
+        h *= 0xC4CEB9FE1A85EC53ull;
+        return size_t(h ^ (h >> 33));
     }
     void grow() {
         std::vector<Slot> old;
@@ -395,7 +399,7 @@ inline int solve(std::vector<Term> terms, i128 d, long budget) {
         SplitSearch s(terms, budget);
         return s.rec(0, int(terms.size()), d) ? YES : NO;
     } catch (Exhausted&) {
-        return UNDECIDED;
+        return EXHAUSTED;
     }
 }
 
@@ -501,7 +505,7 @@ inline int internal_overlap(const Layout& L, long budget = DEFAULT_BUDGET) {
             ExcludeSearch s(st, sx, budget);
             return s.rec(0, d, false) ? YES : NO;
         } catch (Exhausted&) {
-            return UNDECIDED;
+            return EXHAUSTED;
         }
     } catch (Overflow&) {
         return UNDECIDED;
