@@ -172,6 +172,9 @@ def main(argv):
         return 0
     import atheris
 
+    # Python coverage guides atheris (the harness, the solver's pure reference it compares
+    # with); the C++ code is not coverage-instrumented under GCC, only sanitized.
+    atheris.instrument_all()
     atheris.Setup(argv, one_input)
     atheris.Fuzz()
     return 0
