@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.errors import AliasflowError
 from ..core.functions import REGISTRIES
-from ..core.operations import OP_KINDS
+from ..core.primitives import OP_KINDS
 from ..core.program import Program
 from ..core.tensor import Tensor
 from ..core.view import TensorView

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.functions import REGISTRIES
-from ..core.operations import OP_KINDS, Operation
+from ..core.operations import Operation
+from ..core.primitives import OP_KINDS
 from ..core.program import Program
 from ._format import _FAMILY_WORD, FORMAT, KIND_PARAMS, VERSION, ProgramFileError
 from ._datafile import SAFETENSORS_DTYPES, shared_memories, write_data_file
