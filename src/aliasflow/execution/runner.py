@@ -114,7 +114,8 @@ def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | No
         raise _failure(ops[k], exc) from exc
 
 
-def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=None) -> None:
+def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=None, *,
+        backend=None, block_bytes=None) -> None:
     """Execute ``ops`` with results identical to program order.
 
     Parameters
@@ -127,6 +128,10 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
         A graph from :func:`aliasflow.analyze` for these ops, to skip analysing again.
     progress : callable, optional
         Called with 1 after each op finishes.
+    backend, block_bytes : optional
+        Either one runs the program as pure tasks on storage blocks of ``block_bytes``
+        (default ``"16MiB"``) on ``backend`` (a ``DaskBackend``, ``RayBackend`` or, by default,
+        in this process): see :mod:`aliasflow.execution.distributed`.
 
     Raises
     ------
@@ -137,7 +142,10 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
     ops = check_ops(ops)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise AliasflowError(f"workers must be a positive int, got {workers!r}")
-    if workers == 1:
+    if backend is not None or block_bytes is not None:
+        from .distributed.engine import run as run_blocks
+        run_blocks(ops, backend, "16MiB" if block_bytes is None else block_bytes, progress)
+    elif workers == 1:
         run_sequential(ops, progress)
     else:
         run_parallel(ops, workers, graph, progress)
