@@ -10,6 +10,8 @@ from aliasflow.solver import (DEFAULT_LIMIT, Layout, TooLargeError, count_shared
                               footprint, has_internal_overlap, internal_witness, intersects,
                               normalize, shared_cells, solve, to_cells, witness)
 
+from solver_backends import backend  # noqa: F401  (every test on both backends)
+
 
 # ---------------------------------------------------------------- brute force (independent)
 

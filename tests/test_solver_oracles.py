@@ -20,6 +20,8 @@ import islpy as isl
 from aliasflow.solver import (TooLargeError, count_shared, covers, footprint, has_internal_overlap,
                               internal_witness, intersects, shared_cells, witness)
 
+from solver_backends import backend  # noqa: F401  (every test on both backends)
+
 try:
     from numpy.exceptions import TooHardError
 except ImportError:  # numpy < 1.25

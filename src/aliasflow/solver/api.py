@@ -6,6 +6,7 @@ Every function accepts a :class:`~aliasflow.solver.layout.Layout` or a plain
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -22,6 +23,37 @@ __all__ = ["intersects", "witness", "count_shared", "shared_cells", "footprint",
 COVERS_ENUMERATION_LIMIT = 4096
 
 
+def _load_native():
+    """The compiled backend (``_native``), or None with ``AF_PURE=1`` or when it is not built.
+
+    The compiled functions take layouts as exact tuples ``(offset, shape, stride)`` of ints
+    and answer True/False, or None for "not decided here" (values beyond 2**62): the pure
+    Python code below then decides, as it always did.  NotImplemented means the compiled
+    exact search (the same algorithm, with a larger work budget) ran out: the problem then
+    goes straight to isl, where the pure path would also end up.
+    """
+    if os.environ.get("AF_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native
+
+
+#: The compiled backend in use, or None (pure Python).  Tests swap it to compare both.
+_native = _load_native()
+
+
+def _exact(layout):
+    """``layout`` as the compiled code takes it: a tuple ``(offset, shape, stride)``."""
+    if type(layout) is tuple:
+        return layout
+    if isinstance(layout, Layout):
+        return (layout.offset, layout.shape, layout.stride)
+    return None
+
+
 def _nf(layout):
     if type(layout) is tuple:
         off, shape, stride = layout
@@ -35,8 +67,8 @@ def _nf(layout):
     return norm(*as_triple(layout))
 
 
-def _pair(na, nb, want):
-    """Solve the overlap of two normal forms.
+def _pair(na, nb, want, budget=None):
+    """Solve the overlap of two normal forms (``budget``: of the search before isl).
 
     Returns ``None`` (disjoint), ``True`` (overlap, ``want`` false) or normalised
     indices ``(wa, wb)``.
@@ -65,7 +97,7 @@ def _pair(na, nb, want):
             e[3] = k
     coefs = list(merged)
     terms = [(c, merged[c][0] + merged[c][1]) for c in coefs]
-    z = solve(terms, d)
+    z = solve(terms, d) if budget is None else solve(terms, d, budget=budget)
     if z is None:
         return None
     if not want:
@@ -92,6 +124,16 @@ def intersects(a, b) -> bool:
     >>> intersects((0, (2, 2), (4, 1)), (8, (2, 2), (4, 1)))
     False
     """
+    nat = _native
+    if nat is not None:
+        try:
+            r = nat.intersects(_exact(a), _exact(b))
+        except TypeError:  # not exact tuples of ints: the general path converts them
+            r = None
+        if r is not None:
+            if r is NotImplemented:
+                return _pair(_nf(a), _nf(b), False, budget=0) is not None
+            return r
     return _pair(_nf(a), _nf(b), False) is not None
 
 
@@ -189,7 +231,7 @@ def footprint(a, limit=None) -> np.ndarray:
 
 
 @lru_cache(maxsize=16384)
-def _internal(off, shape, stride):
+def _internal(off, shape, stride, budget=None):
     if 0 in shape:
         return None
     dims = []
@@ -215,7 +257,7 @@ def _internal(off, shape, stride):
     terms = [(s, 2 * (n - 1)) for s, _, n, _ in dims]
     ex = [n - 1 for _, _, n, _ in dims]
     d = sum(s * (n - 1) for s, _, n, _ in dims)
-    z = solve(terms, d, exclude=ex)
+    z = solve(terms, d, exclude=ex) if budget is None else solve(terms, d, ex, budget)
     if z is None:
         return None
     x = [0] * len(shape)
@@ -249,6 +291,16 @@ def has_internal_overlap(a) -> bool:
     >>> has_internal_overlap((0, (4, 4), (4, 1)))
     False
     """
+    nat = _native
+    if nat is not None:
+        try:
+            r = nat.has_internal_overlap(_exact(a))
+        except TypeError:
+            r = None
+        if r is not None:
+            if r is NotImplemented:
+                return _internal(*as_triple(a), 0) is not None
+            return r
     return _internal(*as_triple(a)) is not None
 
 
