@@ -316,7 +316,8 @@ def test_readme_torch_example():
     import re
     from pathlib import Path
     readme = Path(__file__).resolve().parents[1] / "README.md"
-    code = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)[1]
+    code = next(block for block in re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+                if "af.trace()" in block)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {})
