@@ -14,8 +14,15 @@ class DependencyGraph:
     topological order.
     """
 
-    def __init__(self, ops: list[str], dependencies: list):
-        self.ops = list(ops)
+    def __init__(self, ops: list, dependencies: list):
+        ops = list(ops)
+        # Given the Operations themselves, the graph remembers them and their views, so a
+        # runner can refuse a graph analysed from a different (or since changed) op list.
+        self._source = None
+        if ops and not isinstance(ops[0], str):
+            self._source = [(op, tuple(op.input_views), tuple(op.output_views)) for op in ops]
+            ops = [op.name for op in ops]
+        self.ops = ops
         self.dependencies = list(dependencies)
         self._position = {name: k for k, name in enumerate(self.ops)}
         # Ops without edges share one empty tuple: a million ops need no million empty sets.
@@ -28,6 +35,28 @@ class DependencyGraph:
             succs.setdefault(s, set()).add(t)
         self._preds: list = [preds.get(k, ()) for k in range(len(self.ops))]
         self._succs: list = [succs.get(k, ()) for k in range(len(self.ops))]
+
+    def check_matches(self, ops) -> None:
+        """Refuse (:class:`AliasflowError`) when ``ops`` are not the op list this graph was
+        analysed from: other names or length, other op objects, or views changed since."""
+        names = [op.name for op in ops]
+        if names != self.ops:
+            if len(names) != len(self.ops):
+                raise AliasflowError(f"the graph was analysed from {len(self.ops)} ops, not "
+                                     f"these {len(names)}")
+            k = next(k for k, (a, b) in enumerate(zip(names, self.ops)) if a != b)
+            raise AliasflowError(f"the graph was analysed from a different op list: op {k} "
+                                 f"is {self.ops[k]!r} there and {names[k]!r} here")
+        if self._source is None:
+            return
+        for op, (old, ins, outs) in zip(ops, self._source):
+            if op is not old:
+                raise AliasflowError(f"the graph was analysed from a different op list: op "
+                                     f"{op.name!r} is another object with the same name")
+            if len(ins) != len(op.input_views) or len(outs) != len(op.output_views) or any(
+                    a is not b for a, b in zip(ins + outs, op.input_views + op.output_views)):
+                raise AliasflowError(f"op {op.name!r} has other views than when the graph "
+                                     f"was analysed; analyse again")
 
     def _index(self, op) -> int:
         name = getattr(op, "name", op)

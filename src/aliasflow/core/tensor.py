@@ -6,6 +6,7 @@ from math import prod
 import numpy as np
 
 from .errors import AliasflowError
+from .values import MAX_DIMS, check_dtype, check_nbytes, fit_array
 
 
 def _is_int(x) -> bool:
@@ -26,6 +27,8 @@ def _check_shape(owner: str, shape) -> tuple[int, ...]:
             raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}")
         if d < 0:
             raise AliasflowError(f"{owner}: negative size {int(d)} in shape {dims}")
+    if len(dims) > MAX_DIMS:
+        raise AliasflowError(f"{owner}: {len(dims)} dims; NumPy supports at most {MAX_DIMS}")
     return tuple(int(d) for d in dims)
 
 
@@ -60,24 +63,20 @@ class Tensor:
             raise AliasflowError(f"tensor name must be a non-empty string, got {name!r}")
         self.name = name
         self.shape = _check_shape(f"tensor {name!r}", shape)
+        self.dtype = check_dtype(dtype, f"tensor {name!r}")
+        nbytes = check_nbytes(self.shape, self.dtype, f"tensor {name!r}")
         try:
-            self.dtype = np.dtype(dtype)
-        except TypeError as exc:
-            raise AliasflowError(f"tensor {name!r}: unknown dtype {dtype!r}") from exc
-        if self.dtype.hasobject or self.dtype.itemsize == 0:
-            raise AliasflowError(f"tensor {name!r}: dtype {self.dtype} has no fixed-size elements")
-        if data is None:
-            self.data = np.zeros(self.shape, dtype=self.dtype)
-        else:
-            try:  # cast with the target dtype in hand, so big ints and exact floats survive
-                arr = np.asarray(data, dtype=self.dtype)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise AliasflowError(f"tensor {name!r}: data cannot be read as "
-                                     f"{self.dtype}: {exc}") from exc
-            if arr.shape != self.shape:
-                raise AliasflowError(
-                    f"tensor {name!r}: data has shape {arr.shape}, expected {self.shape}")
-            self.data = np.array(arr, dtype=self.dtype, order="C", copy=True)
+            if data is None:
+                self.data = np.zeros(self.shape, dtype=self.dtype)
+            else:  # one rule for every value (see core.values): refuse what does not fit
+                arr = fit_array(data, self.dtype, f"tensor {name!r}: data")
+                if arr.shape != self.shape:
+                    raise AliasflowError(
+                        f"tensor {name!r}: data has shape {arr.shape}, expected {self.shape}")
+                self.data = arr
+        except MemoryError:
+            raise AliasflowError(f"tensor {name!r}: cannot allocate {nbytes} bytes for shape "
+                                 f"{self.shape} of {self.dtype}") from None
 
     @classmethod
     def from_numpy(cls, name: str, array: np.ndarray) -> "Tensor":
@@ -97,6 +96,7 @@ class Tensor:
         """
         t = cls(name, (0,), dtype)
         t.shape = _check_shape(f"tensor {name!r}", shape)
+        check_nbytes(t.shape, t.dtype, f"tensor {name!r}")
         t.data = np.broadcast_to(np.zeros((), t.dtype), t.shape)  # read-only, no memory
         t.is_virtual = True
         return t

@@ -181,8 +181,13 @@ class TensorView:
                                  f"(analysis only) and has no memory to read or write")
         flat = self.tensor.data.reshape(-1)
         isz = flat.itemsize
-        return np.ndarray(self.shape, flat.dtype, buffer=flat, offset=self.offset * isz,
-                          strides=tuple(s * isz for s in self.stride))
+        # A size-1 (or empty) axis never moves, so its stride is free; NumPy needs it to fit
+        # in a byte offset, so it is normalised here (the view's own stride is unchanged).
+        empty = 0 in self.shape
+        return np.ndarray(self.shape, flat.dtype, buffer=flat,
+                          offset=0 if empty else self.offset * isz,
+                          strides=tuple(0 if empty or n == 1 else s * isz
+                                        for n, s in zip(self.shape, self.stride)))
 
     def numpy(self) -> np.ndarray:
         """An ndarray over the same memory: writes through either are seen by the other.
@@ -322,7 +327,18 @@ class TensorView:
         aliasflow.core.errors.AliasflowError: view 'x.as_strided((3,), (4,), 0)': highest element 8 is outside 'x' (storage size 8; offset 0, shape (3,), stride (4,))
         """
         offset = self.offset if offset is None else offset
-        return self._derive(f".as_strided({tuple(shape)}, {tuple(stride)}, {offset})",
+        what = f"view {self.name!r}: as_strided"
+        shape = _check_shape(what, shape)  # an int means a 1-d shape, as in NumPy
+        if stride is None:
+            stride = row_major_strides(shape)
+        elif _is_int(stride):
+            stride = (stride,)
+        try:
+            stride = tuple(stride)
+        except TypeError:
+            raise AliasflowError(f"{what}: stride must be a tuple of ints, got {stride!r}") \
+                from None
+        return self._derive(f".as_strided({shape}, {stride}, {offset})",
                             offset, shape, stride, name=name)
 
     def rename(self, name: str) -> "TensorView":
