@@ -11,6 +11,7 @@ from typing import Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import render
@@ -29,6 +30,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 console = Console(width=None if sys.stdout.isatty() else 120)
 errors = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 PROGRESS_MIN_OPS = 2000  # below this, work is instant and a bar is noise
+MAX_TABLE_ROWS = 200  # longer tables are cut (a terminal is no place for 100,000 rows)
 
 
 @contextmanager
@@ -37,11 +39,24 @@ def _clean_errors():
     try:
         yield
     except (ValueError, ExecutionError, OSError, MemoryError) as exc:  # AliasflowError too
-        errors.print(f"[bold red]error:[/] {exc}".replace("\n", "\n  "), highlight=False)
+        errors.print(f"[bold red]error:[/] {escape(_text(exc))}".replace("\n", "\n  "),
+                     highlight=False)
         raise typer.Exit(1)
     except KeyboardInterrupt:
         errors.print("[bold red]interrupted[/]")
         raise typer.Exit(130)
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except Exception as exc:  # a bug of ours: still one line, never a traceback
+        errors.print(f"[bold red]internal error:[/] {escape(type(exc).__name__)}: "
+                     f"{escape(_text(exc))} (please report this)", highlight=False)
+        raise typer.Exit(2)
+
+
+def _text(exc: BaseException) -> str:
+    """The message, printable whatever it holds (lone surrogates are shown escaped)."""
+    text = str(exc) or type(exc).__name__
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _load(path: Path) -> Program:
@@ -50,9 +65,9 @@ def _load(path: Path) -> Program:
 
 
 @contextmanager
-def _progress(label: str, total: int):
+def _progress(label: str, total: int, minimum: int = 0):
     """A progress bar for long work (many ops), else nothing."""
-    if total < PROGRESS_MIN_OPS:
+    if total < (minimum or PROGRESS_MIN_OPS):
         yield None
         return
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -125,12 +140,12 @@ def analyze_cmd(
             out["analysis_seconds"] = seconds
             sys.stdout.write(json.dumps(out, indent=2) + "\n")
             return
-        if len(graph.dependencies) <= 200:
+        if len(graph.dependencies) <= MAX_TABLE_ROWS:
             console.print(render.dependency_table(graph))
             console.print(render.levels_text(graph))
-        console.print(_summary(graph, seconds), highlight=False)
+        console.print(_summary(graph, seconds), highlight=False, markup=False)
         if dot is not None:
-            console.print(f"wrote {dot}")
+            console.print(f"wrote {dot}", markup=False)
 
 
 @app.command("run")
@@ -141,6 +156,8 @@ def run_cmd(
 ) -> None:
     """Execute FILE and print the final tensors and the results of ops without outputs."""
     with _clean_errors():
+        if save is not None:  # before running, so a bad path wastes no work
+            _check_save_path(save)
         program = _load(file)
         start = time.perf_counter()
         with _progress("running", len(program.ops)) as progress:
@@ -152,10 +169,23 @@ def run_cmd(
         for name, array in arrays.items():
             console.print(render.array_text(name, array), highlight=False)
         console.print(f"ran {len(program.ops)} ops with {workers} worker(s) in "
-                      f"{seconds * 1e3:.1f} ms")
+                      f"{seconds * 1e3:.1f} ms", markup=False)
         if save is not None:
-            np.savez(save, **arrays)
-            console.print(f"wrote {save}")
+            target = save if save.suffix == ".npz" else save.with_name(save.name + ".npz")
+            with open(target, "wb") as f:  # np.savez adds ".npz" to names without it
+                np.savez(f, **arrays)
+            console.print(f"wrote {target}", markup=False)
+
+
+def _check_save_path(save: Path) -> None:
+    target = save if save.suffix == ".npz" else save.with_name(save.name + ".npz")
+    for path in {save, target}:
+        if path.is_dir():
+            raise AliasflowError(f"--save {save}: {path} is a directory; give a file name "
+                                 f"such as {path / 'out.npz'}")
+    parent = target.parent
+    if not parent.is_dir():
+        raise AliasflowError(f"--save {save}: directory {parent} does not exist")
 
 
 @app.command()
@@ -190,12 +220,18 @@ def races(file: Path = typer.Argument(..., help="Program file (JSON)."),
     with _clean_errors():
         program = _load(file)
         streams = dict(_pairs(stream, "=", "--stream"))
-        found = find_races(program.ops, streams=streams, edges=_pairs(edge, ":", "--edge"))
-        graph = DependencyGraph([op.name for op in program.ops], found)
+        # quadratic at worst: a bar from a few hundred ops on
+        with _progress("checking races", len(program.ops), minimum=200) as progress:
+            found = find_races(program.ops, streams=streams,
+                               edges=_pairs(edge, ":", "--edge"), progress=progress)
         if found:
-            console.print(render.dependency_table(graph, f"{len(found)} races"))
+            shown = found[:MAX_TABLE_ROWS]
+            graph = DependencyGraph([op.name for op in program.ops], shown)
+            title = f"{len(found)} races" + (f" (the first {len(shown)} shown)"
+                                             if len(shown) < len(found) else "")
+            console.print(render.dependency_table(graph, title))
             raise typer.Exit(1)
-        console.print("no races: every conflicting pair is ordered")
+        console.print("no races: every conflicting pair is ordered", markup=False)
 
 
 @app.command()
