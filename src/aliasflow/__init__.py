@@ -23,6 +23,8 @@ from .analysis.schedule import DependencyGraph
 from .analysis.flow import Flow, value_flow
 from .analysis.races import find_races
 from .execution.runner import run
+from .execution.checks import OpRefused
+from .solver import UndecidedOverlapWarning, WorkBudget, work_budget
 
 __version__ = "0.1.0"
 
@@ -38,4 +40,5 @@ __all__ = [
     "Program", "Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
     "compute_view_footprint", "Dependency", "analyze", "analyze_dependencies",
     "DependencyGraph", "Flow", "value_flow", "find_races", "run",
+    "OpRefused", "work_budget", "WorkBudget", "UndecidedOverlapWarning",
 ]

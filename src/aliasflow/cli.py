@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import render
+from . import render, solver
 from .analysis.dependencies import analyze, analyze_dependencies
 from .analysis.flow import value_flow
 from .analysis.races import find_races
@@ -57,6 +57,24 @@ def _text(exc: BaseException) -> str:
     """The message, printable whatever it holds (lone surrogates are shown escaped)."""
     text = str(exc) or type(exc).__name__
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+MAX_WORK_HELP = ("Bound the exact overlap solver's work per question (isl operations, e.g. "
+                 "100000); undecided pairs count as overlapping and are reported.")
+
+
+@contextmanager
+def _budget(max_work: Optional[int]):
+    """Run the block under a work budget, then say on stderr what it left undecided."""
+    if max_work is None:
+        yield
+        return
+    with solver.work_budget(max_work, warn=False) as budget:
+        yield
+    if budget.undecided:
+        errors.print(f"warning: {len(budget.undecided)} overlap question(s) not decided within "
+                     f"--max-work {max_work}; treated as overlapping (extra edges, none "
+                     f"missing)", markup=False, highlight=False)
 
 
 def _load(path: Path) -> Program:
@@ -125,12 +143,13 @@ def analyze_cmd(
     complete: bool = typer.Option(False, "--complete",
                                   help="Every conflicting pair (quadratic; small programs)."),
     elements: bool = typer.Option(False, "--elements", help="Include shared elements in JSON."),
+    max_work: Optional[int] = typer.Option(None, "--max-work", min=1, help=MAX_WORK_HELP),
 ) -> None:
     """Dependencies between the ops of FILE: table, levels and summary."""
     with _clean_errors():
         program = _load(file)
         start = time.perf_counter()
-        with _progress("analysing", len(program.ops)) as progress:
+        with _budget(max_work), _progress("analysing", len(program.ops)) as progress:
             graph = analyze(program.ops, complete=complete, progress=progress)
         seconds = time.perf_counter() - start
         if dot is not None:
@@ -153,6 +172,7 @@ def run_cmd(
     file: Path = typer.Argument(..., help="Program file (JSON)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Threads (1: program order)."),
     save: Optional[Path] = typer.Option(None, "--save", help="Save tensors and results (.npz)."),
+    max_work: Optional[int] = typer.Option(None, "--max-work", min=1, help=MAX_WORK_HELP),
 ) -> None:
     """Execute FILE and print the final tensors and the results of ops without outputs."""
     with _clean_errors():
@@ -160,7 +180,7 @@ def run_cmd(
             _check_save_path(save)
         program = _load(file)
         start = time.perf_counter()
-        with _progress("running", len(program.ops)) as progress:
+        with _budget(max_work), _progress("running", len(program.ops)) as progress:
             run_ops(program.ops, workers=workers, progress=progress)
         seconds = time.perf_counter() - start
         arrays = {f"tensor:{name}": t.data for name, t in program.tensors.items()}
@@ -214,6 +234,7 @@ def races(file: Path = typer.Argument(..., help="Program file (JSON)."),
                                             help="OP=STREAM: run OP on STREAM (repeatable)."),
           edge: list[str] = typer.Option([], "--edge", "-e",
                                          help="A:B: op A happens before op B (repeatable)."),
+          max_work: Optional[int] = typer.Option(None, "--max-work", min=1, help=MAX_WORK_HELP),
           ) -> None:
     """Conflicts that an intended ordering leaves unordered (ops on one stream run in program
     order; ops on no stream are on streams of their own)."""
@@ -221,7 +242,8 @@ def races(file: Path = typer.Argument(..., help="Program file (JSON)."),
         program = _load(file)
         streams = dict(_pairs(stream, "=", "--stream"))
         # quadratic at worst: a bar from a few hundred ops on
-        with _progress("checking races", len(program.ops), minimum=200) as progress:
+        with _budget(max_work), \
+                _progress("checking races", len(program.ops), minimum=200) as progress:
             found = find_races(program.ops, streams=streams,
                                edges=_pairs(edge, ":", "--edge"), progress=progress)
         if found:
