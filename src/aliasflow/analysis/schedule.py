@@ -1,10 +1,27 @@
 """The dependency graph and what a scheduler asks of it: levels, order, critical path, DOT."""
 from __future__ import annotations
 
+import math
+import numbers
 from collections import Counter
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from ..core.errors import AliasflowError
+
+
+def _cost(name: str, value) -> float:
+    """An op's cost as a float: a real number that is not NaN, else AliasflowError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise AliasflowError(f"cost of op {name!r} must be a number, got {value!r:.60}")
+    try:
+        weight = float(value)
+    except (OverflowError, ValueError):
+        raise AliasflowError(f"cost of op {name!r} is too large for a float") from None
+    if math.isnan(weight):
+        raise AliasflowError(f"cost of op {name!r} is NaN")
+    return weight
 
 
 class DependencyGraph:
@@ -111,9 +128,12 @@ class DependencyGraph:
         if cost is None:
             weight = [1.0] * len(self.ops)
         elif isinstance(cost, Mapping):
-            weight = [float(cost.get(name, 1.0)) for name in self.ops]
+            weight = [_cost(name, cost.get(name, 1.0)) for name in self.ops]
+        elif callable(cost):
+            weight = [_cost(name, cost(name)) for name in self.ops]
         else:
-            weight = [float(cost(name)) for name in self.ops]
+            raise AliasflowError(f"cost must be a mapping or a callable from op name to "
+                                 f"number, got {type(cost).__name__}")
         if not self.ops:
             return 0.0, []
         best = [0.0] * len(self.ops)
@@ -140,13 +160,18 @@ class DependencyGraph:
         """Graphviz DOT source: RAW solid, WAR and WAW dashed, implicit edges red and labelled."""
         import graphviz
 
-        dot = graphviz.Digraph(name, graph_attr={"rankdir": "LR"},
+        # graphviz gives backslashes a meaning (\n, \l): names are escaped so any name,
+        # a trailing backslash included, reads back as itself
+        esc = graphviz.escape
+        dot = graphviz.Digraph(esc(name), graph_attr={"rankdir": "LR"},
                                node_attr={"shape": "box", "fontname": "monospace"})
         for op in self.ops:
-            dot.node(op)
+            dot.node(esc(op))
         for d in self.dependencies:
-            label = d.kind + (" implicit" if d.implicit else "") + f"\n{d.src_view} -> {d.dst_view}"
-            dot.edge(d.src, d.dst, label=label,
+            label = graphviz.nohtml(
+                esc(d.kind + (" implicit" if d.implicit else "")) + "\\n"
+                + esc(f"{d.src_view} -> {d.dst_view}"))
+            dot.edge(esc(d.src), esc(d.dst), label=label,
                      style="solid" if d.kind == "RAW" else "dashed",
                      color="red" if d.implicit else "black")
         return dot.source

@@ -88,6 +88,16 @@ def dumps_program(program: Program, *, description: str | None = None) -> str:
     problems: list[str] = []
     if description is None:
         description = getattr(program, "description", None)
+    named = [("tensor", t.name) for t in program.tensors.values()] + \
+        [("view", v.name) for v in program.views.values()] + \
+        [("op", op.name) for op in program.ops] + \
+        ([("description", description)] if isinstance(description, str) else [])
+    for what, text in named:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            problems.append(f"{what} {ascii(text)[:60]}: holds a lone surrogate "
+                            f"({ascii(text[exc.start])}), which a UTF-8 file cannot hold")
     tensors = []
     for t in program.tensors.values():
         if t.dtype.name not in DTYPES:
