@@ -40,7 +40,7 @@ def _clean_errors():
         yield
     except (ValueError, ExecutionError, OSError, MemoryError) as exc:  # AliasflowError too
         errors.print(f"[bold red]error:[/] {escape(_text(exc))}".replace("\n", "\n  "),
-                     highlight=False)
+                     highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     except KeyboardInterrupt:
         errors.print("[bold red]interrupted[/]")
@@ -49,7 +49,8 @@ def _clean_errors():
         raise
     except Exception as exc:  # a bug of ours: still one line, never a traceback
         errors.print(f"[bold red]internal error:[/] {escape(type(exc).__name__)}: "
-                     f"{escape(_text(exc))} (please report this)", highlight=False)
+                     f"{escape(_text(exc))} (please report this)", highlight=False,
+                     soft_wrap=True)
         raise typer.Exit(2)
 
 
@@ -74,7 +75,7 @@ def _budget(max_work: Optional[int]):
     if budget.undecided:
         errors.print(f"warning: {len(budget.undecided)} overlap question(s) not decided within "
                      f"--max-work {max_work}; treated as overlapping (extra edges, none "
-                     f"missing)", markup=False, highlight=False)
+                     f"missing)", markup=False, highlight=False, soft_wrap=True)
 
 
 def _load(path: Path) -> Program:

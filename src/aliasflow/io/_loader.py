@@ -275,8 +275,9 @@ class _Loader:
         if shape is not None and dtype is not None:
             nbytes = prod(shape) * dtype.itemsize
             if nbytes > MAX_TENSOR_BYTES:
-                self.bad(f"{path}.shape", f"shape {shape} of {dtype.name} needs {nbytes} bytes; "
-                                          f"at most {MAX_TENSOR_BYTES} are allowed")
+                self.bad(f"{path}.shape", f"tensor {show(entry.get('name'))}: shape {shape} of "
+                                          f"{dtype.name} needs {nbytes} bytes; at most "
+                                          f"{MAX_TENSOR_BYTES} are allowed")
                 shape = None
             elif self.total_bytes + nbytes > self.max_total_bytes:
                 self.bad(f"{path}.shape", f"tensor {show(entry.get('name'))} of {nbytes} bytes "
