@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .core.program import Program
+from .solver import TooLargeError, UndecidedError
 
 MARKS = "abcdefghijklmnopqrstuvwxyz"
 STYLES = ["bold red", "bold green", "bold blue", "bold magenta", "bold cyan", "bold yellow"]
@@ -72,9 +73,13 @@ def dependency_table(graph, title: str = "Dependencies", elements: bool = True,
         row = [d.src, d.dst, d.kind, "implicit" if d.implicit else "explicit",
                f"{d.src_view} / {d.dst_view}" if d.implicit else d.src_view]
         if elements:
-            n = d.count
-            shown = d.overlap.elements(limit=max_elements).tolist() if n <= max_elements else None
-            row.append(" ".join(map(str, shown)) if shown is not None else f"{n} elements")
+            try:
+                n = d.count
+                shown = d.overlap.elements(limit=max_elements).tolist() \
+                    if n <= max_elements else None
+                row.append(" ".join(map(str, shown)) if shown is not None else f"{n} elements")
+            except (TooLargeError, UndecidedError):  # too many to count, or undecided
+                row.append("(too many to count)")
         table.add_row(*_cells(*row))
     if not graph.dependencies:
         table.add_row("-", "-", "-", "-", "-", *(["-"] if elements else []))
