@@ -12,11 +12,13 @@ overlaps memory the other reads or writes, whether or not they share a view.
 {'fill': [], 'read': ['fill']}
 """
 from .core.errors import AliasflowError, ExecutionError
+from .core.storage import Storage
 from .core.tensor import Tensor
 from .core.view import TensorView, row_major_strides
 from .core.operations import (Operation, FillOperation, TransformOperation, ReduceOperation,
                               BinaryOperation)
 from .core.program import Program
+from .core.exchange import from_numpy, from_dlpack
 from .analysis.overlap import Overlap, overlap, check_memory_overlap, has_internal_overlap
 from .analysis.dependencies import Dependency, analyze, analyze_dependencies
 from .analysis.schedule import DependencyGraph
@@ -35,7 +37,7 @@ def compute_view_footprint(view: TensorView) -> list[int]:
 
 
 __all__ = [
-    "AliasflowError", "ExecutionError", "Tensor", "TensorView", "row_major_strides",
+    "AliasflowError", "ExecutionError", "Storage", "Tensor", "from_numpy", "from_dlpack", "TensorView", "row_major_strides",
     "Operation", "FillOperation", "TransformOperation", "ReduceOperation", "BinaryOperation",
     "Program", "Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
     "compute_view_footprint", "Dependency", "analyze", "analyze_dependencies",

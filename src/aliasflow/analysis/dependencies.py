@@ -23,7 +23,8 @@ from ..core.program import check_ops
 from ..core.view import TensorView
 from .. import solver
 from .extents import ExtentIndex
-from .overlap import check_memory_overlap, overlap, storage_key
+from .lower import READ, lower
+from .overlap import overlap
 from .schedule import DependencyGraph
 
 
@@ -83,10 +84,10 @@ class Dependency(NamedTuple):
         return f"explicit, {self.src_view}"
 
 
-class _Storage:
-    """Live access records of one storage: ``records`` maps a record id to
-    ``(op position, view, low, high, dense)``; two extent indexes hold the reads since the
-    last covering write and the writes not yet covered."""
+class _Memory:
+    """Live access records of one memory group: ``records`` maps a record id to
+    ``(op position, view, low, high, dense, layout)`` (cells of the group); two extent
+    indexes hold the reads since the last covering write and the writes not yet covered."""
 
     __slots__ = ("reads", "writes", "records", "last_read")
 
@@ -114,11 +115,16 @@ def _remainder(new: tuple, old: tuple):
             return None
         rest = []
         if old[2] < low:
-            rest.append((old[0], old[1], old[2], low - 1, True))
+            rest.append((old[0], old[1], old[2], low - 1, True, _dense(old[2], low - 1)))
         if high < old[3]:
-            rest.append((old[0], old[1], high + 1, old[3], True))
+            rest.append((old[0], old[1], high + 1, old[3], True, _dense(high + 1, old[3])))
         return rest
-    return () if solver.covers(new[1].layout, old[1].layout) else None
+    return () if solver.covers(new[5], old[5]) else None
+
+
+def _dense(low: int, high: int) -> tuple:
+    """The cell layout of every cell in ``[low, high]``."""
+    return low, (high - low + 1,), (1,)
 
 
 PROGRESS_STEP = 1024
@@ -159,69 +165,64 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
 
     With ``retire=False`` no record is ever dropped, so every conflicting access pair is
     found (that is :func:`all_conflicts`). Records are ``(op position, view, low, high,
-    dense)``; two dense records whose extents meet overlap, anything else gets the exact
-    test. (This loop is the analysis hot path:
+    dense, layout)`` in cells of their memory group (see :mod:`.lower`); two dense records
+    whose extents meet overlap, anything else gets the exact test. (This loop is the analysis hot path:
     it is written flat on purpose.)
     """
-    storages: dict[int, _Storage] = {}
+    table = lower(ops)
+    rows = table.rows
+    memories: dict[int, _Memory] = {}
     deps: list[Dependency] = []
     names = [op.name for op in ops]
     next_id = 0
     ancestors = [0] * WINDOW
     prunable = frozenset(prune or ())
     replace_reads = retire and "WAR" in prunable
+    intersects = solver.intersects
+    starts = table.op_starts
 
-    for j, op in enumerate(ops):
+    for j in range(len(ops)):
         found: list[tuple] = []
         pending = []
-        for mode, views in (("R", op.input_views), ("W", op.output_views)):
-            # each view object once: an op reading a view twice reads it once
-            if len(views) > 2 or (len(views) == 2 and views[0] is views[1]):
-                views = list({id(v): v for v in views}.values())
-            for view in views:
-                extent = view.extent
-                if extent is None:
-                    continue
-                key = storage_key(view)
-                st = storages.get(key)
-                if st is None:
-                    st = storages[key] = _Storage()
-                records = st.records
-                low, high = extent
-                dense = view.is_dense
-                new = (j, view, low, high, dense)
-                if mode == "R":
-                    for rid in st.writes.query(low, high):
-                        old = records[rid]
-                        if (dense and old[4]) or check_memory_overlap(old[1], view):
-                            found.append((old[0], "RAW", old[1], view))
-                    pending.append((st, True, new))
-                    continue
-                for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
-                    changed = []
-                    for rid in index.query(low, high):
-                        old = records[rid]
-                        if (dense and old[4]) or check_memory_overlap(old[1], view):
-                            found.append((old[0], kind, old[1], view))
-                            if retire:
-                                rest = _remainder(new, old)
-                                if rest is not None:
-                                    changed.append((rid, rest))
-                    for rid, rest in changed:
-                        old = records[rid]
-                        if old[4] and st.last_read.get((old[2], old[3])) == rid:
-                            del st.last_read[old[2], old[3]]  # its extent is about to change
-                        if not rest:
-                            del records[rid]
-                            index.remove(rid, old[2], old[3])
-                            continue
-                        records[rid] = rest[0]
-                        index.cut(rid, old[2], old[3], rest[0][2], rest[0][3])
-                        for piece in rest[1:]:
-                            records[next_id] = piece
-                            index.add(next_id, piece[2], piece[3])
-                            next_id += 1
-                pending.append((st, False, new))
+        for r in range(starts[j], starts[j + 1]):
+            _, mode, group, low, high, dense, layout, view = rows[r]
+            st = memories.get(group)
+            if st is None:
+                st = memories[group] = _Memory()
+            records = st.records
+            new = (j, view, low, high, dense, layout)
+            if mode == READ:
+                for rid in st.writes.query(low, high):
+                    old = records[rid]
+                    if (dense and old[4]) or intersects(old[5], layout):
+                        found.append((old[0], "RAW", old[1], view))
+                pending.append((st, True, new))
+                continue
+            for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
+                changed = []
+                for rid in index.query(low, high):
+                    old = records[rid]
+                    if (dense and old[4]) or intersects(old[5], layout):
+                        found.append((old[0], kind, old[1], view))
+                        if retire:
+                            rest = _remainder(new, old)
+                            if rest is not None:
+                                changed.append((rid, rest))
+                for rid, rest in changed:
+                    old = records[rid]
+                    if old[4] and st.last_read.get((old[2], old[3])) == rid:
+                        del st.last_read[old[2], old[3]]  # its extent is about to change
+                    if not rest:
+                        del records[rid]
+                        index.remove(rid, old[2], old[3])
+                        continue
+                    records[rid] = rest[0]
+                    index.cut(rid, old[2], old[3], rest[0][2], rest[0][3])
+                    for piece in rest[1:]:
+                        records[next_id] = piece
+                        index.add(next_id, piece[2], piece[3])
+                        next_id += 1
+            pending.append((st, False, new))
         if prunable:
             found = _prune(found, j, ancestors, prunable) if found else found
             if not found:
@@ -253,7 +254,7 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
             if len(found) > 1:  # pieces of one cut record meet the same access once each
                 found = list({(f[0], f[1], id(f[2]), id(f[3])): f for f in found}.values())
             for i, kind, vi, vj in found:
-                deps.append(Dependency(names[i], name, kind, not vi.same_window(vj), vi, vj))
+                deps.append(Dependency(names[i], name, kind, vi is not vj and vi != vj, vi, vj))
         if progress is not None and j % PROGRESS_STEP == PROGRESS_STEP - 1:
             progress(PROGRESS_STEP)
     if progress is not None:

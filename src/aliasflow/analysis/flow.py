@@ -1,8 +1,8 @@
 """Value flow: for each element an op reads, the op that last wrote it before.
 
-Exact by shadow memory: every storage an op reads gets an int array of last-writer op
-numbers (-1: initial contents), updated with NumPy through a strided view of the shadow laid
-out like each written view. Cost: one shadow element per storage element (8 bytes each) and
+Exact by shadow memory: every memory group an op reads gets an int array of last-writer op
+numbers (-1: initial contents), one per cell, updated with NumPy through a strided view of
+the shadow laid out like each written view. Cost: one shadow element per cell (8 bytes each) and
 one NumPy pass over every write's elements and every read's footprint, so it is meant for
 programs whose tensors fit in memory, not for traces of 10^12-element views.
 """
@@ -14,7 +14,8 @@ import numpy as np
 
 from ..core.errors import AliasflowError
 from ..core.program import check_ops
-from .overlap import storage_key
+from .. import solver
+from .lower import READ, lower
 
 
 @dataclass(frozen=True)
@@ -31,22 +32,22 @@ class Flow:
     elements: np.ndarray = field(repr=False, compare=False)
 
 
-SHADOW_LIMIT = 1 << 28  # elements: 2 GiB of int64 shadow
+SHADOW_LIMIT = 1 << 28  # cells: 2 GiB of int64 shadow
 
 
-def _shadow(tensor) -> np.ndarray:
-    n = tensor.get_storage_size()
+def _shadow(n: int, view) -> np.ndarray:
     if n > SHADOW_LIMIT:
-        raise AliasflowError(f"value flow through tensor {tensor.name!r} needs a shadow of "
+        raise AliasflowError(f"value flow through tensor {view.tensor.name!r} needs a shadow of "
                              f"{n} elements (more than {SHADOW_LIMIT}); it is meant for "
                              f"tensors that fit in memory")
     return np.full(n, -1, np.int64)
 
 
-def _shadow_view(shadow: np.ndarray, view) -> np.ndarray:
+def _shadow_view(shadow: np.ndarray, layout) -> np.ndarray:
+    offset, shape, stride = layout
     isz = shadow.itemsize
-    return np.ndarray(view.shape, shadow.dtype, buffer=shadow, offset=view.offset * isz,
-                      strides=tuple(s * isz for s in view.stride))
+    return np.ndarray(shape, shadow.dtype, buffer=shadow, offset=offset * isz,
+                      strides=tuple(s * isz for s in stride))
 
 
 def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
@@ -61,7 +62,9 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
     Returns
     -------
     For each input view of an op, one :class:`Flow` per writer (earliest writer first, initial
-    contents first of all), with the count and sorted storage elements it provides.
+    contents first of all), with the count and sorted storage elements (of the view's
+    tensor) it provides. Memory is tracked by address, so writes through any tensor or dtype
+    over the same bytes count.
 
     Examples
     --------
@@ -81,27 +84,47 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
         if target not in names:
             raise AliasflowError(f"no op named {target!r}; ops are {', '.join(names)}")
         stop = names.index(target) + 1
-    # Only storages that some op up to `stop` reads need shadows.
-    read = {storage_key(v) for o in ops[:stop] for v in o.input_views}
+    table = lower(ops[:stop])
+    rows = table.rows
+    # Only groups that some op reads need shadows, as long as the highest cell touched.
+    size: dict[int, int] = {}
+    for r in rows:
+        size[r.group] = max(size.get(r.group, 0), r.high + 1)
+    read = {r.group for r in rows if r.mode == READ}
     shadows: dict[int, np.ndarray] = {}
     flows: dict[str, list[Flow]] = {}
     for j, o in enumerate(ops[:stop]):
         mine = []
+        mine_rows = rows[table.op_starts[j]:table.op_starts[j + 1]]
+        by_view = {id(r.view): r for r in mine_rows if r.mode == READ}
         for v in o.input_views:
-            shadow = shadows.get(storage_key(v))
-            footprint = v.footprint()
-            writers = (np.full(footprint.shape, -1, np.int64) if shadow is None
-                       else shadow[footprint])
+            r = by_view.get(id(v))
+            if r is None:  # an empty view reads nothing
+                continue
+            shadow = shadows.get(r.group)
+            cells = solver.footprint(r.layout)
+            writers = (np.full(cells.shape, -1, np.int64) if shadow is None
+                       else shadow[cells])
             for w in np.unique(writers):
-                elements = footprint[writers == w]
+                elements = _elements(table, r, cells[writers == w])
                 mine.append(Flow(o.name, v.name, None if w < 0 else names[w],
                                  int(elements.size), elements))
         flows[o.name] = mine
-        for v in o.output_views:
-            key = storage_key(v)
-            if key in read and v.size:
-                shadow = shadows.get(key)
-                if shadow is None:
-                    shadow = shadows[key] = _shadow(v.tensor)
-                _shadow_view(shadow, v)[...] = j
+        for r in mine_rows:
+            if r.mode == READ or r.group not in read:
+                continue
+            shadow = shadows.get(r.group)
+            if shadow is None:
+                shadow = shadows[r.group] = _shadow(size[r.group], r.view)
+            _shadow_view(shadow, r.layout)[...] = j
     return flows[names[stop - 1]] if op is not None else flows
+
+
+def _elements(table, row, cells: np.ndarray) -> np.ndarray:
+    """Cells of a row's group as elements of the row's view's tensor."""
+    tensor = row.view.tensor
+    unit, isz = table.units[row.group], tensor.dtype.itemsize
+    delta = table.bases[row.group] - tensor.storage.address
+    if unit == isz:
+        return cells + delta // isz
+    return np.unique((cells * unit + delta) // isz)

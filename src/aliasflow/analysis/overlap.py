@@ -1,18 +1,16 @@
-"""View-level overlap: do two views touch a common element, which ones, how many.
+"""View-level overlap: do two views touch a common byte of memory, which elements, how many.
 
-Views are duck-typed: any object with ``.name``, ``.tensor``, ``.offset``,
-``.shape`` and ``.stride`` (in elements of the tensor's dtype) whose tensor has
-``.data`` (a NumPy array) works.  Views are turned into byte layouts and then
-into cell layouts (:func:`aliasflow.solver.to_cells`), so the exact solver in
-:mod:`aliasflow.solver` does all the work.
+Views alias by address: two views overlap when their byte footprints intersect, whatever
+tensors, imports or dtypes they come through. Both views are turned into cell layouts over
+one base address (a cell being the largest unit dividing every byte offset, stride and
+itemsize involved), so the exact solver in :mod:`aliasflow.solver` does all the work.
 
 Examples
 --------
->>> from types import SimpleNamespace as NS
->>> import numpy as np
->>> A = NS(name="A", data=np.zeros((4, 4), dtype=np.float32))
->>> v1 = NS(name="v1", tensor=A, offset=0, shape=(3, 3), stride=(4, 1))
->>> v2 = NS(name="v2", tensor=A, offset=10, shape=(2, 2), stride=(4, 1))
+>>> import aliasflow as af
+>>> A = af.Tensor("A", (4, 4))
+>>> v1 = af.TensorView("v1", A, offset=0, shape=(3, 3), stride=(4, 1))
+>>> v2 = af.TensorView("v2", A, offset=10, shape=(2, 2), stride=(4, 1))
 >>> ov = overlap(v1, v2)
 >>> bool(ov), ov.count, ov.elements().tolist(), ov.witness
 (True, 1, [10], ((2, 2), (0, 0)))
@@ -20,42 +18,62 @@ Examples
 
 from __future__ import annotations
 
-from functools import lru_cache
+from math import gcd
 
 import numpy as np
 
 from aliasflow import solver as _solver
-from aliasflow.solver import to_cells
 
-__all__ = ["Overlap", "overlap", "check_memory_overlap", "has_internal_overlap", "same_storage",
-           "storage_key"]
+from ..core.errors import AliasflowError
+from ..core.tensor import Tensor
+from ..core.view import TensorView
 
-
-def storage_key(view):
-    """A hashable name for the storage a view addresses: equal keys, same storage.
-
-    Today: the tensor object's identity. This is the one place to change when storages
-    can alias each other (e.g. DLPack imports compared by address); analyses that group
-    accesses by storage use it too.
-    """
-    return id(view.tensor)
+__all__ = ["Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
+           "memory_meets", "pair_cells"]
 
 
-def same_storage(v1, v2) -> bool:
-    """Do two views address the same storage?"""
-    return storage_key(v1) == storage_key(v2)
+def _view(v, who: str):
+    """A view, or a tensor as its full view; anything else is refused."""
+    if isinstance(v, TensorView):
+        return v
+    if isinstance(v, Tensor):
+        return v.view()
+    raise AliasflowError(f"{who}: expected a TensorView or Tensor, got {type(v).__name__}")
 
 
-@lru_cache(maxsize=65536)
-def _layout(offset, shape, stride, itemsize):
-    lay = to_cells(offset * itemsize, shape, tuple(s * itemsize for s in stride), itemsize,
-                   itemsize)
-    return lay.offset, lay.shape, lay.stride
+def memory_meets(v1, v2) -> bool:
+    """Do the storages of two views share any byte (a precondition for overlap)?"""
+    s1, s2 = v1.tensor.storage, v2.tensor.storage
+    return s1 is s2 or (s1.address < s2.address + s2.nbytes and s2.address < s1.address + s1.nbytes)
 
 
-def _cells(view):
-    return _layout(view.offset, tuple(view.shape), tuple(view.stride),
-                   view.tensor.data.dtype.itemsize)
+def pair_cells(v1, v2):
+    """Cell layouts ``(offset, shape, stride)`` of two views over one base address, and the
+    cell size in bytes and the base. In the common case (same tensor element size, same
+    storage start, views of the tensors' own dtype) cells are the tensor's elements."""
+    t1, t2 = v1.tensor, v2.tensor
+    s1, s2 = t1.storage, t2.storage
+    u1, u2 = t1.dtype.itemsize, t2.dtype.itemsize
+    if s1.address == s2.address and u1 == u2 == v1.dtype.itemsize == v2.dtype.itemsize:
+        return ((v1.offset, v1.shape, v1.stride), (v2.offset, v2.shape, v2.stride), u1,
+                s1.address)
+    base = min(s1.address, s2.address)
+    o1 = s1.address - base + v1.offset * u1
+    o2 = s2.address - base + v2.offset * u2
+    unit = gcd(o1, o2, v1.dtype.itemsize, v2.dtype.itemsize)
+    for s in v1.stride:
+        unit = gcd(unit, s * u1)
+    for s in v2.stride:
+        unit = gcd(unit, s * u2)
+    return (_cells(o1, v1, u1, unit), _cells(o2, v2, u2, unit), unit, base)
+
+
+def _cells(byte_offset, view, unit_bytes, cell):
+    shape, stride = view.shape, tuple(s * unit_bytes // cell for s in view.stride)
+    span = view.dtype.itemsize // cell
+    if span > 1:
+        shape, stride = shape + (span,), stride + (1,)
+    return byte_offset // cell, shape, stride
 
 
 _UNSET = object()
@@ -76,28 +94,28 @@ class Overlap:
 
     Examples
     --------
-    >>> from types import SimpleNamespace as NS
-    >>> import numpy as np
-    >>> T = NS(name="T", data=np.zeros(16))
-    >>> a = NS(name="a", tensor=T, offset=0, shape=(8,), stride=(2,))
-    >>> b = NS(name="b", tensor=T, offset=1, shape=(8,), stride=(2,))
+    >>> import aliasflow as af
+    >>> T = af.Tensor("T", (16,))
+    >>> a, b = T[0::2].rename("a"), T[1::2].rename("b")
     >>> overlap(a, b)
     Overlap(a, b: none)
     """
 
-    __slots__ = ("_views", "_hit", "_count", "_witness", "_la", "_lb")
+    __slots__ = ("_views", "_hit", "_count", "_witness", "_la", "_lb", "_unit", "_base")
 
     def __init__(self, v1, v2, _hit=None):
         set_ = object.__setattr__
         set_(self, "_views", (v1, v2))
-        if same_storage(v1, v2):
-            la, lb = _cells(v1), _cells(v2)
+        if memory_meets(v1, v2):
+            la, lb, unit, base = pair_cells(v1, v2)
             hit = _solver.intersects(la, lb) if _hit is None else _hit
         else:
-            la = lb = None
+            la = lb = unit = base = None
             hit = False
         set_(self, "_la", la)
         set_(self, "_lb", lb)
+        set_(self, "_unit", unit)
+        set_(self, "_base", base)
         set_(self, "_hit", hit)
         set_(self, "_count", _UNSET if hit else 0)
         set_(self, "_witness", _UNSET if hit else None)
@@ -112,29 +130,43 @@ class Overlap:
     def views(self):
         return self._views
 
+    def _in_elements(self) -> bool:
+        """Are the cells the first view's tensor elements (the common case)?"""
+        tensor = self._views[0].tensor
+        return self._unit == tensor.dtype.itemsize and self._base == tensor.storage.address
+
     @property
     def count(self) -> int:
+        """Shared elements (of the first view's tensor: those holding a shared byte)."""
         if self._count is _UNSET:
-            object.__setattr__(self, "_count", _solver.count_shared(self._la, self._lb))
+            count = (_solver.count_shared(self._la, self._lb) if self._in_elements()
+                     else len(self.elements()))
+            object.__setattr__(self, "_count", count)
         return self._count
 
     def elements(self, limit=None) -> np.ndarray:
-        """Sorted physical indices (elements of the tensor) in both views, as int64.
+        """Sorted shared elements, as indices into the first view's tensor (int64).
 
-        Raises :class:`aliasflow.solver.TooLargeError` if there are more than
-        ``limit`` (default: the solver's cap of 50 million).
+        When the views differ in dtype or storage, the elements of the first view's tensor
+        that hold a shared byte. Raises :class:`aliasflow.solver.TooLargeError` if there are
+        more than ``limit`` (default: the solver's cap of 50 million).
         """
         if not self._hit:
             return np.empty(0, dtype=np.int64)
-        # cells are in units of the itemsize, i.e. they are element indices
-        return _solver.shared_cells(self._la, self._lb, limit)
+        cells = _solver.shared_cells(self._la, self._lb, limit)
+        if self._in_elements():
+            return cells
+        tensor = self._views[0].tensor
+        first = cells * self._unit + (self._base - tensor.storage.address)
+        return np.unique(first // tensor.dtype.itemsize)
 
     @property
     def witness(self):
+        """``(i1, i2)``: indices of the two views touching one common byte, or None."""
         if self._witness is _UNSET:
             x, y = _solver.witness(self._la, self._lb)
-            # drop the trailing byte-extent dimension added by to_cells
-            object.__setattr__(self, "_witness", (x[:-1], y[:-1]))
+            n1, n2 = self._views[0].ndim, self._views[1].ndim
+            object.__setattr__(self, "_witness", (tuple(x[:n1]), tuple(y[:n2])))
         return self._witness
 
     def __eq__(self, other):
@@ -160,45 +192,39 @@ def overlap(v1, v2) -> Overlap:
 
     Examples
     --------
-    >>> from types import SimpleNamespace as NS
-    >>> import numpy as np
-    >>> A = NS(name="A", data=np.zeros((4, 4)))
-    >>> v1 = NS(name="v1", tensor=A, offset=0, shape=(2, 2), stride=(4, 1))
-    >>> v2 = NS(name="v2", tensor=A, offset=5, shape=(2, 2), stride=(4, 1))
-    >>> ov = overlap(v1, v2)
+    >>> import aliasflow as af
+    >>> A = af.Tensor("A", (4, 4))
+    >>> ov = overlap(A[:2, :2], A[1:3, 1:3])
     >>> ov.count, ov.elements().tolist()
     (1, [5])
     """
-    return Overlap(v1, v2)
+    return Overlap(_view(v1, "overlap"), _view(v2, "overlap"))
 
 
 def check_memory_overlap(v1, v2) -> bool:
-    """Exactly: do two views share at least one element?
+    """Exactly: do two views share at least one byte of memory?
 
     Examples
     --------
-    >>> from types import SimpleNamespace as NS
-    >>> import numpy as np
-    >>> A = NS(name="A", data=np.zeros((4, 4)))
-    >>> v1 = NS(name="v1", tensor=A, offset=0, shape=(2, 2), stride=(4, 1))
-    >>> v2 = NS(name="v2", tensor=A, offset=8, shape=(2, 2), stride=(4, 1))
-    >>> check_memory_overlap(v1, v2)
+    >>> import aliasflow as af
+    >>> A = af.Tensor("A", (4, 4))
+    >>> check_memory_overlap(A[:2, :2], A[2:, :2])
     False
     """
-    if not same_storage(v1, v2):
+    v1, v2 = _view(v1, "check_memory_overlap"), _view(v2, "check_memory_overlap")
+    if not memory_meets(v1, v2):
         return False
-    return _solver.intersects(_cells(v1), _cells(v2))
+    la, lb, _, _ = pair_cells(v1, v2)
+    return _solver.intersects(la, lb)
 
 
 def has_internal_overlap(view) -> bool:
-    """Exactly: do two different indices of ``view`` address the same element?
+    """Exactly: do two different indices of ``view`` touch a common byte?
 
     Examples
     --------
-    >>> from types import SimpleNamespace as NS
-    >>> import numpy as np
-    >>> A = NS(name="A", data=np.zeros(8))
-    >>> has_internal_overlap(NS(name="w", tensor=A, offset=0, shape=(4, 3), stride=(1, 1)))
+    >>> import aliasflow as af
+    >>> has_internal_overlap(af.Tensor("A", (8,)).as_strided((4, 3), (1, 1)))
     True
     """
-    return _solver.has_internal_overlap(_cells(view))
+    return _view(view, "has_internal_overlap").has_internal_overlap()

@@ -7,9 +7,10 @@ from graphlib import CycleError, TopologicalSorter
 
 from ..core.errors import AliasflowError
 from ..core.program import check_ops
+from .. import solver
 from .dependencies import Dependency
 from .extents import ExtentIndex
-from .overlap import check_memory_overlap, storage_key
+from .lower import READ, lower
 
 PROGRESS_STEP = 100
 
@@ -102,41 +103,40 @@ def find_races(ops, order=None, *, streams: Mapping | None = None,
             edges = list(order) + list(edges or ())
     names = [op.name for op in ops]
     reach = happens_before(names, streams, edges)
-    storages: dict = {}  # storage key -> (reads index, writes index, records)
+    table = lower(ops)  # accesses grouped by memory address ranges, in cells of each group
+    rows, starts = table.rows, table.op_starts
+    memories: dict = {}  # group -> (reads index, writes index, records)
     races: list[Dependency] = []
+    intersects = solver.intersects
     next_id = 0
-    for j, op in enumerate(ops):
+    for j in range(len(ops)):
         before_j = reach[j]
         found: list[tuple] = []
         pending = []
-        for mode, views in (("R", op.input_views), ("W", op.output_views)):
-            for view in {id(v): v for v in views}.values():  # each view object once
-                extent = view.extent
-                if extent is None:
-                    continue
-                key = storage_key(view)
-                st = storages.get(key)
-                if st is None:
-                    st = storages[key] = (ExtentIndex(), ExtentIndex(), {})
-                reads, writes, records = st
-                low, high = extent
-                targets = ((writes, "RAW"),) if mode == "R" else ((reads, "WAR"),
-                                                                    (writes, "WAW"))
-                for index, kind in targets:
-                    for rid in index.query(low, high):
-                        i, old = records[rid]
-                        if (before_j >> i) & 1 or (reach[i] >> j) & 1:  # ordered: no race
-                            continue
-                        if check_memory_overlap(old, view):
-                            found.append((i, kind, old, view))
-                pending.append((reads if mode == "R" else writes, records, (j, view), low, high))
+        for r in range(starts[j], starts[j + 1]):
+            _, mode, group, low, high, dense, layout, view = rows[r]
+            st = memories.get(group)
+            if st is None:
+                st = memories[group] = (ExtentIndex(), ExtentIndex(), {})
+            reads, writes, records = st
+            targets = ((writes, "RAW"),) if mode == READ else ((reads, "WAR"), (writes, "WAW"))
+            for index, kind in targets:
+                for rid in index.query(low, high):
+                    i, old_view, old_layout, old_dense = records[rid]
+                    if (before_j >> i) & 1 or (reach[i] >> j) & 1:  # ordered: no race
+                        continue
+                    if (dense and old_dense) or intersects(old_layout, layout):
+                        found.append((i, kind, old_view, view))
+            pending.append((reads if mode == READ else writes, records,
+                            (j, view, layout, dense), low, high))
         for index, records, rec, low, high in pending:  # an op never races with itself
             records[next_id] = rec
             index.add(next_id, low, high)
             next_id += 1
         found.sort(key=lambda f: f[0])
         for i, kind, vi, vj in found:
-            races.append(Dependency(names[i], names[j], kind, not vi.same_window(vj), vi, vj))
+            races.append(Dependency(names[i], names[j], kind, vi is not vj and vi != vj,
+                                    vi, vj))
         if progress is not None and j % PROGRESS_STEP == PROGRESS_STEP - 1:
             progress(PROGRESS_STEP)
     if progress is not None and len(ops) % PROGRESS_STEP:

@@ -69,6 +69,10 @@ class Operation:
         if self.arity is not None and len(self.input_views) != self.arity:
             raise AliasflowError(f"op {self.name!r} ({self.kind}) needs {self.arity} input(s), "
                                  f"has {len(self.input_views)}")
+        for out in self.output_views:
+            if out.storage.readonly:
+                raise AliasflowError(f"op {self.name!r}: output view {out.name!r} is over "
+                                     f"read-only memory (storage {out.storage.name!r})")
         if not self.uniform_value:
             for out in self.output_views:
                 if out.has_internal_overlap():

@@ -1,4 +1,4 @@
-"""Tensors: named owners of one flat, contiguous storage."""
+"""Tensors: a name, shape and dtype over one storage (a byte range of memory)."""
 from __future__ import annotations
 
 from math import prod
@@ -6,6 +6,7 @@ from math import prod
 import numpy as np
 
 from .errors import AliasflowError
+from .storage import Storage
 from .values import MAX_DIMS, check_dtype, check_nbytes, fit_array
 
 
@@ -33,10 +34,12 @@ def _check_shape(owner: str, shape) -> tuple[int, ...]:
 
 
 class Tensor:
-    """A named tensor that owns its storage.
+    """A named tensor: a shape and dtype over one :class:`~aliasflow.Storage`.
 
-    The storage is ``data``: a C-contiguous NumPy array of ``shape`` and ``dtype``. Views
-    (:class:`~aliasflow.TensorView`) address it as a flat sequence of elements.
+    ``data`` is a NumPy array of ``shape`` and ``dtype`` over the storage's bytes; views
+    (:class:`~aliasflow.TensorView`) address the storage as a flat sequence of elements of
+    ``dtype``. The storage is what identifies the memory (by address), so two tensors over
+    one buffer alias wherever their bytes meet.
 
     Parameters
     ----------
@@ -46,24 +49,24 @@ class Tensor:
         Shape of the storage.
     dtype : str or numpy dtype, default "float32"
     data : array_like, optional
-        Initial contents; copied (and cast) into new contiguous storage. Zeros when omitted.
+        Initial contents; copied (and cast) into new contiguous memory. Zeros when omitted.
 
     Examples
     --------
     >>> import aliasflow as af
     >>> a = af.Tensor("A", (4, 4))
-    >>> a.size, a.get_storage_size()
-    (16, 16)
+    >>> a.size, a.get_storage_size(), a.storage.nbytes
+    (16, 16, 64)
     >>> a[1:3, ::2].footprint().tolist()
     [4, 6, 8, 10]
     """
 
+    is_virtual = False
+
     def __init__(self, name: str, shape, dtype="float32", data=None):
-        if not isinstance(name, str) or not name:
-            raise AliasflowError(f"tensor name must be a non-empty string, got {name!r}")
-        self.name = name
+        self.name = _check_name(name)
         self.shape = _check_shape(f"tensor {name!r}", shape)
-        self.dtype = check_dtype(dtype, f"tensor {name!r}")
+        self.dtype = _check_dtype(name, dtype)
         nbytes = check_nbytes(self.shape, self.dtype, f"tensor {name!r}")
         try:
             if data is None:
@@ -77,31 +80,78 @@ class Tensor:
         except MemoryError:
             raise AliasflowError(f"tensor {name!r}: cannot allocate {nbytes} bytes for shape "
                                  f"{self.shape} of {self.dtype}") from None
+        self.storage = Storage.of_contiguous(self.data, name=name)
+
+    @classmethod
+    def _over(cls, name: str, storage: Storage, dtype: np.dtype, shape: tuple, data):
+        t = cls.__new__(cls)
+        t.name, t.storage, t.dtype, t.shape, t.data = name, storage, dtype, shape, data
+        t.is_virtual = not storage.has_memory
+        return t
 
     @classmethod
     def from_numpy(cls, name: str, array: np.ndarray) -> "Tensor":
-        """Wrap a C-contiguous array without copying: the tensor's storage *is* ``array``."""
+        """Wrap a C-contiguous array without copying: the tensor's storage *is* ``array``'s
+        memory. (:func:`aliasflow.from_numpy` takes any array and returns a view.)"""
         if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
-            raise AliasflowError(f"tensor {name!r}: from_numpy needs a C-contiguous ndarray")
-        t = cls(name, (0,), array.dtype)
-        t.shape, t.data = array.shape, array
-        return t
+            raise AliasflowError(f"tensor {name!r}: Tensor.from_numpy needs a C-contiguous "
+                                 f"ndarray (af.from_numpy takes any array)")
+        _check_name(name)
+        dtype = _check_dtype(name, array.dtype)
+        return cls._over(name, Storage.of_contiguous(array, name=name), dtype, array.shape,
+                         array)
 
     @classmethod
     def virtual(cls, name: str, shape, dtype="float32") -> "Tensor":
         """A tensor with a shape but no memory, for analysing programs too big to run.
 
-        Views, overlap and dependency analysis work as usual (a view of 10^12 elements costs
-        what a view of 10 does); reading or writing its data is refused.
+        Its storage is an address range no real memory occupies. Views, overlap and
+        dependency analysis work as usual (a view of 10^12 elements costs what a view of 10
+        does); reading or writing its data is refused.
         """
-        t = cls(name, (0,), dtype)
-        t.shape = _check_shape(f"tensor {name!r}", shape)
-        check_nbytes(t.shape, t.dtype, f"tensor {name!r}")
-        t.data = np.broadcast_to(np.zeros((), t.dtype), t.shape)  # read-only, no memory
-        t.is_virtual = True
-        return t
+        _check_name(name)
+        shape = _check_shape(f"tensor {name!r}", shape)
+        dtype = _check_dtype(name, dtype)
+        check_nbytes(shape, dtype, f"tensor {name!r}")
+        storage = Storage.reserve(prod(shape) * dtype.itemsize, name=name)
+        return cls._over(name, storage, dtype, shape, _no_data(name, dtype, shape))
 
-    is_virtual = False
+    @classmethod
+    def on(cls, storage: Storage, dtype="uint8", shape=None, name: str | None = None
+           ) -> "Tensor":
+        """A tensor over an existing storage's bytes (no copy).
+
+        ``shape`` defaults to as many elements of ``dtype`` as fit in the storage.
+
+        Examples
+        --------
+        >>> import aliasflow as af
+        >>> s = af.Storage(0x10000, 64, name="s")        # memory someone else owns
+        >>> t = af.Tensor.on(s, "float32")
+        >>> t.shape, t.is_virtual
+        ((16,), True)
+        """
+        if not isinstance(storage, Storage):
+            raise AliasflowError(f"Tensor.on needs a Storage, got {type(storage).__name__}")
+        name = _check_name(name if name is not None else storage.name)
+        dtype = _check_dtype(name, dtype)
+        if shape is None:
+            shape = (storage.nbytes // dtype.itemsize,)
+        shape = _check_shape(f"tensor {name!r}", shape)
+        need = prod(shape) * dtype.itemsize
+        if need > storage.nbytes:
+            raise AliasflowError(f"tensor {name!r}: shape {shape} of {dtype} needs {need} "
+                                 f"bytes; storage {storage.name!r} has {storage.nbytes}")
+        if storage.has_memory:
+            data = storage.bytes[:need].view(dtype).reshape(shape)
+        else:
+            data = _no_data(name, dtype, shape)
+        return cls._over(name, storage, dtype, shape, data)
+
+    def __deepcopy__(self, memo):
+        """A tensor over a copy of the storage (see :meth:`Storage.__deepcopy__`)."""
+        from copy import deepcopy
+        return Tensor.on(deepcopy(self.storage, memo), self.dtype, self.shape, self.name)
 
     @property
     def size(self) -> int:
@@ -110,7 +160,7 @@ class Tensor:
 
     def get_storage_size(self) -> int:
         """Number of elements in the storage (what views may address)."""
-        return self.data.size
+        return self.storage.nbytes // self.dtype.itemsize
 
     @property
     def itemsize(self) -> int:
@@ -143,3 +193,21 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _check_name(name) -> str:
+    if not isinstance(name, str) or not name:
+        raise AliasflowError(f"tensor name must be a non-empty string, got {name!r}")
+    return name
+
+
+def _check_dtype(name: str, dtype) -> np.dtype:
+    return check_dtype(dtype, f"tensor {name!r}")  # fixed-size elements, no subarray dtype
+
+
+def _no_data(name: str, dtype: np.dtype, shape: tuple) -> np.ndarray:
+    """A read-only stand-in of the right shape that costs no memory."""
+    try:
+        return np.broadcast_to(np.zeros((), dtype), shape)
+    except (ValueError, MemoryError) as exc:
+        raise AliasflowError(f"tensor {name!r}: shape {shape} is too large: {exc}") from None

@@ -25,8 +25,8 @@ destination (tensor or op), the first offending value and the dtype. Non-numeric
 Examples
 --------
 >>> import numpy as np
->>> fit_scalar(0.1, np.dtype("float32"), "op 'f'") == fit_scalar(np.float64(0.1),
-...                                                               np.dtype("float32"), "op 'f'")
+>>> bool(fit_scalar(0.1, np.dtype("float32"), "op 'f'")
+...      == fit_scalar(np.float64(0.1), np.dtype("float32"), "op 'f'"))
 True
 >>> fit_scalar(300, np.dtype("int8"), "tensor 'A'")
 Traceback (most recent call last):

@@ -1,8 +1,6 @@
 """TensorView: an immutable strided window ``(offset, shape, stride)`` on a tensor's storage."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
 from math import prod
 
 import numpy as np
@@ -10,20 +8,25 @@ import numpy as np
 from .. import solver
 from .errors import AliasflowError
 from .indexing import apply_index, nocopy_reshape, row_major_strides
-from .tensor import Tensor, _check_shape, _is_int
+from .tensor import Tensor, _check_dtype, _check_shape, _is_int
+from .values import MAX_DIMS
+
+_UNSET = object()
 
 
-@dataclass(frozen=True)
 class TensorView:
     """An immutable window on a tensor's storage.
 
     Element ``(i0, ..., ik-1)`` of the view is storage element
-    ``offset + sum(stride[j] * i_j)``. Strides are in elements and may be negative or zero.
-    A missing ``shape`` means the tensor's shape; a missing ``stride`` means row-major strides
-    for ``shape``. A view reaching outside its storage is refused when it is made.
+    ``offset + sum(stride[j] * i_j)``. Offset and strides count elements of the *tensor's*
+    dtype and may be negative or zero. A missing ``shape`` means the tensor's shape; a missing
+    ``stride`` means row-major strides for ``shape``. ``dtype`` is the view's own element
+    type (default: the tensor's): a ``uint8`` view of a ``float32`` tensor reads its bytes.
+    A view reaching outside its storage is refused when it is made.
 
-    Views compare equal when name, tensor, offset, shape and stride are equal; use
-    :meth:`same_window` to ignore the name.
+    A view is a value: two views are equal when they address the same bytes of memory the
+    same way with the same dtype (same address of element 0, shape, byte strides); the name
+    is a label and not part of equality.
 
     Warnings
     --------
@@ -38,62 +41,125 @@ class TensorView:
     >>> v = af.TensorView("v", A, offset=5, shape=(2, 2), stride=(4, 1))
     >>> v.footprint().tolist()
     [5, 6, 9, 10]
-    >>> A[1:3, 1:3].same_window(v)
+    >>> A[1:3, 1:3] == v
     True
     >>> A.T.stride
     (1, 4)
+    >>> B = af.Tensor.on(A.storage, "uint8")      # the same memory, counted in bytes
+    >>> af.check_memory_overlap(B[4:8], A[0, 1]), af.check_memory_overlap(B[4:8], A[0, 2])
+    (True, False)
+    >>> af.TensorView("f", B, offset=4, shape=(2,), dtype="float32") == A[0, 1:3]
+    True
     """
 
-    name: str
-    tensor: Tensor
-    offset: int = 0
-    shape: tuple[int, ...] | None = None
-    stride: tuple[int, ...] | None = None
+    __slots__ = ("name", "tensor", "offset", "shape", "stride", "dtype", "_extent", "_dense",
+                 "_layout", "_key")
 
-    def __post_init__(self):
-        what = f"view {self.name!r}"
-        if not isinstance(self.name, str) or not self.name:
-            raise AliasflowError(f"view name must be a non-empty string, got {self.name!r}")
-        if not isinstance(self.tensor, Tensor):
+    def __init__(self, name: str, tensor: Tensor, offset: int = 0, shape=None, stride=None,
+                 dtype=None):
+        what = f"view {name!r}"
+        if not isinstance(name, str) or not name:
+            raise AliasflowError(f"view name must be a non-empty string, got {name!r}")
+        if not isinstance(tensor, Tensor):
             raise AliasflowError(f"{what}: tensor must be an aliasflow Tensor, got "
-                                 f"{type(self.tensor).__name__}")
-        if not _is_int(self.offset):
-            raise AliasflowError(f"{what}: offset must be an int, got {self.offset!r}")
-        shape = self.tensor.shape if self.shape is None else _check_shape(what, self.shape)
-        if self.stride is None:
-            stride = row_major_strides(shape)
+                                 f"{type(tensor).__name__}")
+        if not _is_int(offset):
+            raise AliasflowError(f"{what}: offset must be an int, got {offset!r}")
+        shape = tensor.shape if shape is None else _check_shape(what, shape)
+        dtype = tensor.dtype if dtype is None else _check_dtype(name, dtype)
+        if stride is None:
+            step, rest = divmod(dtype.itemsize, tensor.dtype.itemsize)
+            stride = tuple(s * step for s in row_major_strides(shape)) if step and not rest \
+                else row_major_strides(shape)
         else:
             try:
-                stride = tuple(self.stride)
+                items = tuple(stride)
             except TypeError:
                 raise AliasflowError(f"{what}: stride must be a tuple of ints, "
-                                     f"got {self.stride!r}") from None
-            if not all(_is_int(s) for s in stride):
-                raise AliasflowError(f"{what}: stride must be a tuple of ints, got {self.stride!r}")
-            stride = tuple(int(s) for s in stride)
+                                     f"got {stride!r}") from None
+            if not all(_is_int(s) for s in items):
+                raise AliasflowError(f"{what}: stride must be a tuple of ints, got {stride!r}")
+            stride = tuple(int(s) for s in items)
         if len(stride) != len(shape):
             raise AliasflowError(f"{what}: shape {shape} has {len(shape)} dims but stride "
                                  f"{stride} has {len(stride)}")
-        offset = int(self.offset)
-        object.__setattr__(self, "offset", offset)
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "stride", stride)
+        self._init(name, tensor, int(offset), shape, stride, dtype)
+
+    def _init(self, name, tensor, offset, shape, stride, dtype) -> None:
+        """Set the fields (already of the right types) and check the bounds."""
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "tensor", tensor)
+        setattr_(self, "offset", offset)
+        setattr_(self, "shape", shape)
+        setattr_(self, "stride", stride)
+        setattr_(self, "dtype", dtype)
+        setattr_(self, "_extent", _UNSET)
+        setattr_(self, "_dense", _UNSET)
+        setattr_(self, "_layout", None)
+        setattr_(self, "_key", None)
         if offset < 0:
-            raise AliasflowError(f"{what}: negative offset {offset}")
-        storage = self.tensor.get_storage_size()
+            raise AliasflowError(f"view {name!r}: negative offset {offset}")
+        if len(shape) > MAX_DIMS:  # derived views come here directly
+            raise AliasflowError(f"view {name!r}: {len(shape)} dims; NumPy supports at most "
+                                 f"{MAX_DIMS}")
+        storage = tensor.get_storage_size()
         if 0 in shape:
             if offset > storage:
-                raise AliasflowError(f"{what}: offset {offset} is past the end of "
-                                     f"{self.tensor.name!r} (storage size {storage})")
+                raise AliasflowError(f"view {name!r}: offset {offset} is past the end of "
+                                     f"{tensor.name!r} (storage size {storage})")
             return
         low, high = self.extent
         if low < 0:
-            raise AliasflowError(f"{what}: lowest element {low} is below 0 "
+            raise AliasflowError(f"view {name!r}: lowest element {low} is below 0 "
                                  f"(offset {offset}, shape {shape}, stride {stride})")
-        if high >= storage:
-            raise AliasflowError(f"{what}: highest element {high} is outside "
-                                 f"{self.tensor.name!r} (storage size {storage}; "
-                                 f"offset {offset}, shape {shape}, stride {stride})")
+        unit = tensor.dtype.itemsize
+        if high >= storage or high * unit + dtype.itemsize > tensor.storage.nbytes:
+            more = "" if dtype.itemsize == unit else \
+                f", view dtype {dtype} of {dtype.itemsize} bytes"
+            raise AliasflowError(f"view {name!r}: highest element {high} is outside "
+                                 f"{tensor.name!r} (storage size {storage}; "
+                                 f"offset {offset}, shape {shape}, stride {stride}{more})")
+
+    @classmethod
+    def _make(cls, name, tensor, offset, shape, stride, dtype) -> "TensorView":
+        """A view from fields already known to be well-typed (movement ops)."""
+        view = cls.__new__(cls)
+        view._init(name, tensor, offset, shape, stride, dtype)
+        return view
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"views are immutable; cannot set {name!r}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"views are immutable; cannot delete {name!r}")
+
+    def __deepcopy__(self, memo):
+        from copy import deepcopy
+        return TensorView._make(self.name, deepcopy(self.tensor, memo), self.offset, self.shape,
+                                self.stride, self.dtype)
+
+    def __copy__(self):
+        return self  # a value: a shallow copy is the same view
+
+    # ---- identity -----------------------------------------------------------------------------
+    @property
+    def key(self) -> tuple:
+        """What the view is, as memory: ``(address of element 0, shape, byte strides, dtype)``."""
+        if self._key is None:
+            unit = self.tensor.dtype.itemsize
+            object.__setattr__(self, "_key", (self.tensor.storage.address + self.offset * unit,
+                                              self.shape, tuple(s * unit for s in self.stride),
+                                              self.dtype))
+        return self._key
+
+    def __eq__(self, other):
+        if not isinstance(other, TensorView):
+            return NotImplemented
+        return self is other or self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
 
     # ---- basic properties -------------------------------------------------------------------
     @property
@@ -106,48 +172,91 @@ class TensorView:
         return prod(self.shape)
 
     @property
-    def dtype(self) -> np.dtype:
-        return self.tensor.dtype
+    def storage(self):
+        """The :class:`~aliasflow.Storage` (memory) the view addresses."""
+        return self.tensor.storage
 
-    @cached_property
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def byte_offset(self) -> int:
+        """Byte of element 0, from the start of the storage."""
+        return self.offset * self.tensor.dtype.itemsize
+
+    @property
+    def byte_strides(self) -> tuple[int, ...]:
+        unit = self.tensor.dtype.itemsize
+        return tuple(s * unit for s in self.stride)
+
+    @property
     def extent(self) -> tuple[int, int] | None:
-        """``(lowest, highest)`` storage element touched, or None for an empty view."""
-        if 0 in self.shape:
-            return None
-        low = high = self.offset
-        for n, s in zip(self.shape, self.stride):
-            if s < 0:
-                low += s * (n - 1)
+        """``(lowest, highest)`` storage element of index 0 and of the last element,
+        or None for an empty view (in elements of the tensor's dtype)."""
+        if self._extent is _UNSET:
+            if 0 in self.shape:
+                extent = None
             else:
-                high += s * (n - 1)
-        return low, high
+                low = high = self.offset
+                for n, s in zip(self.shape, self.stride):
+                    if s < 0:
+                        low += s * (n - 1)
+                    else:
+                        high += s * (n - 1)
+                extent = low, high
+            object.__setattr__(self, "_extent", extent)
+        return self._extent
 
-    @cached_property
+    @property
     def is_dense(self) -> bool:
-        """True when the view touches every element of its extent exactly once.
+        """True when the view touches every byte of its extent exactly once.
 
         Contiguous slices, transposes and flips of them are dense; steps, broadcasts and
         windows are not. Overlap and covering between dense views are interval questions.
         """
-        if 0 in self.shape:
-            return False
-        dims = sorted((abs(s), n) for n, s in zip(self.shape, self.stride) if n != 1)
-        expected = 1
-        for s, n in dims:
-            if s != expected:
-                return False
-            expected *= n
-        return True
+        if self._dense is _UNSET:
+            dense = False
+            if 0 not in self.shape:
+                unit = self.tensor.dtype.itemsize
+                dims = sorted((abs(s) * unit, n) for n, s in zip(self.shape, self.stride)
+                              if n != 1)
+                expected = self.dtype.itemsize
+                dense = True
+                for s, n in dims:
+                    if s != expected:
+                        dense = False
+                        break
+                    expected *= n
+            object.__setattr__(self, "_dense", dense)
+        return self._dense
 
-    @cached_property
+    @property
     def layout(self) -> "solver.Layout":
-        """The view as a solver layout in elements of its storage."""
-        return solver.Layout(self.offset, self.shape, self.stride)
+        """The view as a solver layout in elements of its tensor's dtype (views whose dtype
+        is the tensor's; see :meth:`cells` for any view)."""
+        if self._layout is None:
+            object.__setattr__(self, "_layout", solver.Layout(self.offset, self.shape,
+                                                              self.stride))
+        return self._layout
+
+    def cells(self, unit: int, base: int | None = None) -> tuple:
+        """The bytes the view touches as a cell layout ``(offset, shape, stride)`` in cells of
+        ``unit`` bytes counted from address ``base`` (default: the storage's start).
+
+        A trailing dimension of ``itemsize // unit`` cells is added when an element spans
+        several cells. ``unit`` must divide the byte offset, strides and itemsize.
+        """
+        start = self.tensor.storage.address if base is None else base
+        start = self.tensor.storage.address - start + self.byte_offset
+        lay = solver.to_cells(start, self.shape, self.byte_strides, self.dtype.itemsize, unit)
+        if lay.shape[-1] == 1:
+            return lay.offset, lay.shape[:-1], lay.stride[:-1]
+        return lay.offset, lay.shape, lay.stride
 
     def same_window(self, other: "TensorView") -> bool:
-        """True when both views address the same storage the same way (names aside)."""
-        return (self is other or (self.tensor is other.tensor and self.offset == other.offset
-                                  and self.shape == other.shape and self.stride == other.stride))
+        """True when both views address the same memory the same way (names aside)."""
+        return self == other
 
     def get_physical_index(self, indices) -> int:
         """Storage element of view index ``indices``; out-of-range indices are refused."""
@@ -165,34 +274,38 @@ class TensorView:
         return p
 
     def footprint(self, limit: int | None = None) -> np.ndarray:
-        """Sorted distinct storage elements the view touches (computed with NumPy).
+        """Sorted distinct storage elements (of the tensor's dtype) the view touches.
 
-        Refuses (with an error naming the size) views larger than ``limit`` elements.
+        For a view whose dtype differs from its tensor's, the elements any of whose bytes
+        it touches. Refuses (with an error naming the size) views larger than ``limit``.
         """
-        return solver.footprint(self.layout, limit=limit)
+        unit = self.tensor.dtype.itemsize
+        if self.dtype.itemsize == unit:
+            return solver.footprint(self.layout, limit=limit)
+        return np.unique(solver.footprint(self.cells(1), limit=limit) // unit)
 
     def has_internal_overlap(self) -> bool:
-        """True when two view indices map to one storage element."""
-        return solver.has_internal_overlap(self.layout)
+        """True when two view indices share a byte of memory."""
+        return solver.has_internal_overlap(self.cells(_cell_unit(self)))
 
     def _ndarray(self) -> np.ndarray:
-        if self.tensor.is_virtual:
+        storage = self.tensor.storage
+        if not storage.has_memory:
             raise AliasflowError(f"view {self.name!r}: tensor {self.tensor.name!r} is virtual "
                                  f"(analysis only) and has no memory to read or write")
-        flat = self.tensor.data.reshape(-1)
-        isz = flat.itemsize
         # A size-1 (or empty) axis never moves, so its stride is free; NumPy needs it to fit
         # in a byte offset, so it is normalised here (the view's own stride is unchanged).
         empty = 0 in self.shape
-        return np.ndarray(self.shape, flat.dtype, buffer=flat,
-                          offset=0 if empty else self.offset * isz,
-                          strides=tuple(0 if empty or n == 1 else s * isz
-                                        for n, s in zip(self.shape, self.stride)))
+        return np.ndarray(self.shape, self.dtype, buffer=storage.bytes,
+                          offset=0 if empty else self.byte_offset,
+                          strides=tuple(0 if empty or n == 1 else s
+                                        for n, s in zip(self.shape, self.byte_strides)))
 
     def numpy(self) -> np.ndarray:
         """An ndarray over the same memory: writes through either are seen by the other.
 
-        Read-only when the view has internal overlap (writes through it would be ambiguous).
+        Read-only when the view has internal overlap (writes through it would be ambiguous)
+        or its storage is read-only.
         """
         arr = self._ndarray()
         if arr.flags.writeable and self.has_internal_overlap():
@@ -201,16 +314,29 @@ class TensorView:
 
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()
+        if copy:
+            arr = arr.copy()
         return arr.astype(dtype) if dtype is not None else arr
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the view through DLPack without a copy (see
+        :func:`aliasflow.core.exchange.export_view`)."""
+        from .exchange import export_view
+        return export_view(self, stream=stream, max_version=max_version, dl_device=dl_device,
+                           copy=copy)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU, device 0: aliasflow memory is host memory
+
     def __repr__(self) -> str:
+        dtype = "" if self.dtype == self.tensor.dtype else f", dtype={self.dtype.name}"
         return (f"TensorView({self.name!r}, tensor={self.tensor.name!r}, offset={self.offset}, "
-                f"shape={self.shape}, stride={self.stride})")
+                f"shape={self.shape}, stride={self.stride}{dtype})")
 
     # ---- movement ops: each returns a new view of the same storage ---------------------------
     def _derive(self, suffix: str, offset: int, shape, stride, name: str | None = None):
-        return TensorView(name or f"{self.name}{suffix}", self.tensor, offset,
-                          tuple(shape), tuple(stride))
+        return TensorView._make(name or f"{self.name}{suffix}", self.tensor, offset,
+                                tuple(shape), tuple(stride), self.dtype)
 
     def __getitem__(self, index) -> "TensorView":
         offset, shape, stride, text = apply_index(self, index)
@@ -329,17 +455,16 @@ class TensorView:
         offset = self.offset if offset is None else offset
         what = f"view {self.name!r}: as_strided"
         shape = _check_shape(what, shape)  # an int means a 1-d shape, as in NumPy
-        if stride is None:
-            stride = row_major_strides(shape)
-        elif _is_int(stride):
+        if _is_int(stride):
             stride = (stride,)
         try:
-            stride = tuple(stride)
+            stride = None if stride is None else tuple(stride)  # None: row-major, as in NumPy
         except TypeError:
             raise AliasflowError(f"{what}: stride must be a tuple of ints, got {stride!r}") \
                 from None
-        return self._derive(f".as_strided({shape}, {stride}, {offset})",
-                            offset, shape, stride, name=name)
+        text = f".as_strided({shape}, {stride}, {offset})"
+        return TensorView(name or f"{self.name}{text}", self.tensor, offset, shape, stride,
+                          self.dtype)
 
     def rename(self, name: str) -> "TensorView":
         return self._derive("", self.offset, self.shape, self.stride, name=name)
@@ -350,3 +475,12 @@ def _axis(view: TensorView, axis) -> int:
         raise AliasflowError(f"view {view.name!r}: axis {axis!r} out of range for "
                              f"{view.ndim} dims")
     return int(axis) % view.ndim
+
+
+def _cell_unit(view: TensorView) -> int:
+    """The largest cell that divides the view's byte offset, strides and itemsize."""
+    from math import gcd
+    g = gcd(view.byte_offset, view.dtype.itemsize)
+    for s in view.byte_strides:
+        g = gcd(g, s)
+    return g
