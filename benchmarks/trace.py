@@ -475,3 +475,61 @@ def make_gil_trace(chains: int = 2, length: int = 8, size: int = 2_000_000
             ops.append(af.TransformOperation(f"chain{c}.op{step}", fn="sin")
                        .set_inputs(src).set_outputs(dst))
     return ops
+
+
+def make_nondense_trace(n: int, seed: int = 0, heads: int = 8, head_dim: int = 16,
+                        tokens: int = 64) -> list[af.Operation]:
+    """``n`` ops whose accesses are mostly **non-dense**, the way attention code touches
+    memory: per-head column blocks ``M[:, h*d:(h+1)*d]`` of fused QKV and output
+    projections (read and written), stepped windows over a signal buffer
+    (``as_strided`` with a stride larger than one), transposed tiles ``W.T[a:b, c:d]`` read
+    and written, and every other head's columns of a score matrix. Extents of different
+    heads interleave, so almost every pair goes to the exact solver.
+    """
+    rng = random.Random(seed)
+    d = heads * head_dim
+    qkv = af.Tensor("qkv", (tokens, 3 * d))
+    out = af.Tensor("attn_out", (tokens, d))
+    scores = af.Tensor("scores", (tokens, heads * tokens))
+    weights = af.Tensor("W", (d, d))
+    signal = af.Tensor("signal", (tokens * 64,))
+    ops: list[af.Operation] = []
+    for k in range(n):
+        h = rng.randrange(heads)
+        choice = rng.random()
+        cols = slice(h * head_dim, (h + 1) * head_dim)
+        if choice < 0.3:  # a head's Q block -> the head's output block
+            part = rng.randrange(3)
+            src = qkv[:, part * d + h * head_dim: part * d + (h + 1) * head_dim]
+            op = af.TransformOperation(f"head{k}", "tanh").set_inputs(src) \
+                .set_outputs(out[:, cols])
+        elif choice < 0.5:  # write one head's block of the fused projection
+            part = rng.randrange(3)
+            dst = qkv[:, part * d + h * head_dim: part * d + (h + 1) * head_dim]
+            op = af.TransformOperation(f"proj{k}", "negative").set_inputs(out[:, cols]) \
+                .set_outputs(dst)
+        elif choice < 0.65:  # stepped, overlapping windows over the signal
+            step = rng.choice([2, 3, 4])
+            width = rng.choice([4, 8])
+            count = rng.randrange(4, 32)
+            start = rng.randrange(0, signal.size - step * count - width)
+            win = signal.as_strided((count, width), (step, 1), start)
+            if rng.random() < 0.5:
+                op = af.ReduceOperation(f"win{k}", axis=-1).set_inputs(win)
+            else:
+                dense = signal[start:start + count * step:step]
+                op = af.FillOperation(f"stamp{k}", 0.5).set_outputs(dense)
+        elif choice < 0.85:  # transposed tiles of the weights, read or updated in place
+            a = rng.randrange(0, d - 8)
+            c = rng.randrange(0, d - 8)
+            tile = weights.T[a:a + 8, c:c + 8]
+            if rng.random() < 0.5:
+                op = af.TransformOperation(f"tile{k}", "square").set_inputs(tile) \
+                    .set_outputs(tile)
+            else:
+                op = af.ReduceOperation(f"tsum{k}", axis=0).set_inputs(tile)
+        else:  # every other head's score columns
+            sc = scores.reshape(tokens, heads, tokens)[:, h::2, ::2]
+            op = af.ReduceOperation(f"score{k}", axis=-1).set_inputs(sc)
+        ops.append(op)
+    return ops

@@ -113,3 +113,16 @@ def test_races_reports_unordered_conflicts_and_exit_codes():
     assert bad.exit_code == 1 and "--edge must look like A:B, got 'foo'" in bad.output
     bad = runner.invoke(app, ["races", str(complex_), "-s", "nope=1"])
     assert bad.exit_code == 1 and "no op named 'nope'" in bad.output
+
+
+def test_analyze_and_show_say_which_tensors_share_memory():
+    result = invoke("analyze", EXAMPLES / "shared_buffer.json", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["shared_memory"] == [{"tensors": [["grid", 0, 64], ["flat", 8, 48]],
+                                     "meets": [["grid[:, 1]", "flat[-6:]"],
+                                               ["grid[:, 1]", "flat[:4]"]]}]
+    table = invoke("analyze", EXAMPLES / "shared_buffer.json")
+    assert "Tensors sharing memory" in table.output and "grid[:, 1] / flat[-6:]" in table.output
+    shown = invoke("show", EXAMPLES / "shared_buffer.json")
+    assert "grid (+0, 64), flat (+8, 48)" in shown.output

@@ -18,6 +18,8 @@ from .core.view import TensorView, row_major_strides
 from .core.operations import (Operation, FillOperation, TransformOperation, ReduceOperation,
                               BinaryOperation)
 from .core.program import Program
+from .core.record import Access, OpRecord, Value
+from .core.primitives import PRIMITIVES, Primitive
 from .core.exchange import from_numpy, from_dlpack
 from .analysis.overlap import Overlap, overlap, check_memory_overlap, has_internal_overlap
 from .analysis.dependencies import Dependency, analyze, analyze_dependencies
@@ -39,7 +41,7 @@ def compute_view_footprint(view: TensorView) -> list[int]:
 __all__ = [
     "AliasflowError", "ExecutionError", "Storage", "Tensor", "from_numpy", "from_dlpack", "TensorView", "row_major_strides",
     "Operation", "FillOperation", "TransformOperation", "ReduceOperation", "BinaryOperation",
-    "Program", "Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
+    "Program", "OpRecord", "Access", "Value", "PRIMITIVES", "Primitive", "Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
     "compute_view_footprint", "Dependency", "analyze", "analyze_dependencies",
     "DependencyGraph", "Flow", "value_flow", "find_races", "run",
     "OpRefused", "work_budget", "WorkBudget", "UndecidedOverlapWarning",

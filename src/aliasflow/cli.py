@@ -157,9 +157,13 @@ def analyze_cmd(
             dot.write_text(graph.to_dot())
         if as_json:
             out = graph.to_json(elements=elements)
+            out["shared_memory"] = render.shared_memory(program)
             out["analysis_seconds"] = seconds
             sys.stdout.write(json.dumps(out, indent=2) + "\n")
             return
+        shared = render.shared_memory_table(program)
+        if shared is not None:
+            console.print(shared)
         if len(graph.dependencies) <= MAX_TABLE_ROWS:
             console.print(render.dependency_table(graph))
             console.print(render.levels_text(graph))
@@ -265,6 +269,9 @@ def show(file: Path = typer.Argument(..., help="Program file (JSON).")) -> None:
         for name in program.tensors:
             console.print(render.grid(program, name))
         console.print(render.footprint_table(program))
+        shared = render.shared_memory_table(program)
+        if shared is not None:
+            console.print(shared)
 
 
 def main() -> None:  # pragma: no cover - console entry point

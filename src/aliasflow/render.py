@@ -7,7 +7,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from .analysis.overlap import check_memory_overlap
 from .core.program import Program
+from .core.storage import memory_groups
 from .solver import TooLargeError, UndecidedError
 
 MARKS = "abcdefghijklmnopqrstuvwxyz"
@@ -106,3 +108,45 @@ def flow_table(flows, title: str, max_elements: int = 16) -> Table:
 def array_text(name: str, array: np.ndarray) -> Text:
     with np.printoptions(threshold=200, edgeitems=3, linewidth=100):
         return Text(f"{name} {array.shape} {array.dtype}:\n{array}")
+
+
+def shared_memory(program: Program) -> list[dict]:
+    """Tensors whose storages share memory, and the views of different tensors that meet.
+
+    One entry per memory group holding more than one tensor: ``tensors`` (name, byte
+    offset from the group's first byte, bytes) and ``meets`` (pairs of view names, exact).
+    """
+    tensors = list(program.tensors.values())
+    groups = memory_groups(t.storage for t in tensors)
+    members: dict[int, list] = {}
+    for t in tensors:
+        members.setdefault(groups[id(t.storage)][0], []).append(t)
+    out = []
+    for g, ts in members.items():
+        if len(ts) < 2:
+            continue
+        base = groups[id(ts[0].storage)][1]
+        ids = {id(t) for t in ts}
+        views = [v for v in program.views.values() if id(v.tensor) in ids and v.size]
+        meets = [(a.name, b.name) for k, a in enumerate(views) for b in views[k + 1:]
+                 if a.tensor is not b.tensor and check_memory_overlap(a, b)]
+        out.append({"tensors": [(t.name, t.storage.address - base, t.storage.nbytes)
+                                for t in ts], "meets": meets})
+    return out
+
+
+def shared_memory_table(program: Program, max_pairs: int = 12) -> Table | None:
+    """:func:`shared_memory` as a table, or None when no two tensors share memory."""
+    shared = shared_memory(program)
+    if not shared:
+        return None
+    table = Table(title="Tensors sharing memory", title_justify="left")
+    table.add_column("tensors (byte offset, bytes)")
+    table.add_column("views that meet")
+    for entry in shared:
+        names = ", ".join(f"{n} (+{off}, {nb})" for n, off, nb in entry["tensors"])
+        pairs = [f"{a} / {b}" for a, b in entry["meets"]]
+        if len(pairs) > max_pairs:
+            pairs = pairs[:max_pairs] + [f"... {len(entry['meets']) - max_pairs} more"]
+        table.add_row(Text(names), Text("; ".join(pairs) or "(none of their views meet)"))
+    return table

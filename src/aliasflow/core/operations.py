@@ -23,6 +23,9 @@ class Operation:
 
     kind = "op"
     arity: int | None = None  # inputs the kernel needs; None: any number
+    # Parameters beyond the views, with their type or the kernel family that names them:
+    # the schema program files and front ends read (see aliasflow.core.primitives).
+    param_types: dict[str, str] = {}
     # Every element gets one value checked to fit each output exactly (Fill): writing through
     # overlapping indices is then unambiguous, and no dtype rule is needed.
     uniform_value = False
@@ -56,6 +59,16 @@ class Operation:
     def params(self) -> dict:
         """Parameters beyond the views (what a program file stores)."""
         return {}
+
+    def record(self):
+        """This op as an :class:`~aliasflow.OpRecord`: inputs in slots ``0..n-1`` (read),
+        outputs after them (written); an op without outputs returns one value."""
+        from .record import Access, OpRecord
+        n = len(self.input_views)
+        accesses = [Access(k, "R", v) for k, v in enumerate(self.input_views)]
+        accesses += [Access(n + k, "W", v) for k, v in enumerate(self.output_views)]
+        return OpRecord(self.name, self.kind, tuple(accesses), dict(self.params),
+                        0 if self.output_views else 1)
 
     def compute(self, values: list[np.ndarray]):
         """The kernel: the value to write to every output, from the input values."""
@@ -128,6 +141,7 @@ class FillOperation(Operation):
     kind = "fill"
     arity = 0
     uniform_value = True
+    param_types = {"fill_value": "number"}
 
     def __init__(self, name: str, fill_value: float = 1.0):
         super().__init__(name)
@@ -173,6 +187,7 @@ class TransformOperation(_FnOperation):
     kind = "transform"
     arity = 1
     family = "unary"
+    param_types = {"fn": "unary"}
 
     def __init__(self, name: str, fn="copy"):
         super().__init__(name, fn)
@@ -189,6 +204,7 @@ class BinaryOperation(_FnOperation):
     kind = "binary"
     arity = 2
     family = "binary"
+    param_types = {"fn": "binary"}
 
     def __init__(self, name: str, fn="add"):
         super().__init__(name, fn)
@@ -207,6 +223,7 @@ class ReduceOperation(_FnOperation):
     kind = "reduce"
     arity = 1
     family = "reduce"
+    param_types = {"fn": "reduce", "axis": "int"}
 
     def __init__(self, name: str, axis: int = -1, fn="sum"):
         super().__init__(name, fn)
@@ -224,7 +241,3 @@ class ReduceOperation(_FnOperation):
             raise AliasflowError(f"op {self.name!r}: axis {self.axis} out of range for input "
                                  f"{self.input_views[0].name!r} of shape {x.shape}")
         return np.asarray(self.fn(x, axis=self.axis))
-
-
-OP_KINDS = {cls.kind: cls for cls in
-            (FillOperation, TransformOperation, BinaryOperation, ReduceOperation)}

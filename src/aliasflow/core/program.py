@@ -5,17 +5,19 @@ from collections.abc import Iterable
 
 from .errors import AliasflowError
 from .operations import Operation
+from .record import OpRecord
 from .tensor import Tensor
 from .view import TensorView
 
 
 def check_ops(ops: Iterable[Operation]) -> list[Operation]:
-    """Return ``ops`` as a list after checking they are ops with distinct names."""
+    """Return ``ops`` as a list after checking they are ops (or op records) with distinct
+    names."""
     ops = list(ops)
     seen: set[str] = set()
     for i, op in enumerate(ops):
-        if not isinstance(op, Operation):
-            raise AliasflowError(f"ops[{i}] is not an Operation: {op!r}")
+        if not isinstance(op, (Operation, OpRecord)):
+            raise AliasflowError(f"ops[{i}] is not an Operation or OpRecord: {op!r}")
         if op.name in seen:
             raise AliasflowError(f"op name {op.name!r} is used twice; op names must be unique")
         seen.add(op.name)

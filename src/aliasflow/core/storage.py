@@ -145,6 +145,17 @@ class Storage:
             new.bytes.flags.writeable = False
         return new
 
+    def slice(self, start: int, nbytes: int, name: str | None = None) -> "Storage":
+        """The bytes ``[start, start + nbytes)`` of this storage as a storage of their own,
+        sharing the memory (a sub-buffer: its root is this storage's root)."""
+        if not (0 <= start and 0 <= nbytes and start + nbytes <= self.nbytes):
+            raise AliasflowError(f"storage {self.name!r}: bytes [{start}, {start + nbytes}) "
+                                 f"are outside its {self.nbytes} bytes")
+        part = None if self._bytes is None else self._bytes[start:start + nbytes]
+        return Storage(self.address + start, nbytes, owner=self.owner, name=name,
+                       readonly=self.readonly, root=self.root, _bytes=part,
+                       _virtual=self.virtual)
+
     # ---- properties -------------------------------------------------------------------------
     @property
     def end(self) -> int:

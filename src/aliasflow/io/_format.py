@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..core.errors import AliasflowError
+from ..core.primitives import PRIMITIVES
 
 FORMAT = "aliasflow-program"
 VERSION = 1
@@ -14,13 +15,8 @@ MAX_PROBLEMS = 200  # reported in full; beyond this, a count
 _INT64 = (-2**63, 2**63 - 1)
 
 DERIVATIONS = ("index", "transpose", "reshape", "broadcast_to", "as_strided")
-# kind -> {param: family}; "number" and "int" are value types, other families name registries.
-KIND_PARAMS = {
-    "fill": {"fill_value": "number"},
-    "transform": {"fn": "unary"},
-    "binary": {"fn": "binary"},
-    "reduce": {"fn": "reduce", "axis": "int"},
-}
+# kind -> {param: family}, read from the one registry of op kinds
+KIND_PARAMS = {name: prim.params for name, prim in PRIMITIVES.items()}
 _KEY_HINTS = {k: (" (a derived view takes its tensor from \"of\"; for an explicit window use "
                   "\"tensor\", or derive one with \"as_strided\")")
               for k in ("tensor", "offset", "shape", "stride")}

@@ -2,6 +2,8 @@
 JSON path; never runs code from the file)."""
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import json
 from math import prod
@@ -10,11 +12,13 @@ import numpy as np
 
 from ..core.errors import AliasflowError
 from ..core.functions import REGISTRIES
-from ..core.operations import OP_KINDS
+from ..core.primitives import OP_KINDS
 from ..core.program import Program
 from ..core.tensor import Tensor
 from ..core.values import MAX_DIMS as NUMPY_MAX_DIMS, show_value
 from ..core.view import TensorView
+from ._datafile import (DataFileError, check_data_file_name, read_data_file,
+                        storage_from)
 from ._index import IndexSyntaxError, parse_index
 from ._values import DTYPES, check_scalar, parse_init, show
 from ._format import (_FAMILY_WORD, _INT64, _KEY_HINTS, DERIVATIONS, FORMAT, KIND_PARAMS,
@@ -129,7 +133,10 @@ BROKEN = _Broken()
 
 
 class _Loader:
-    def __init__(self, max_total_bytes: int = MAX_TOTAL_BYTES):
+    def __init__(self, base_dir=None, max_total_bytes: int = MAX_TOTAL_BYTES):
+        self.base_dir = base_dir  # where a data file named by the program would be
+        self.data: dict | None = None  # the data file's arrays, when the program has one
+        self.storages: dict = {}
         self.max_total_bytes = max_total_bytes
         self.total_bytes = 0  # of the tensors accepted so far: checked before allocating
         self.problems: list[str] = []
@@ -216,7 +223,7 @@ class _Loader:
                           f"ops; got {_kind_of(doc)} {show(doc)}")
             return None
         self.keys(doc, "$", ("format", "version", "tensors", "ops"),
-                  ("description", "views"))
+                  ("description", "views", "storages", "data_file"))
         if "format" in doc and doc["format"] != FORMAT:
             self.bad("$.format", f"expected {show(FORMAT)}, got {show(doc['format'])}")
         if "version" in doc:
@@ -237,7 +244,12 @@ class _Loader:
         for entry in views or []:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                 self.later_views.add(entry["name"])
+        if "data_file" in doc:
+            self.data_file(doc["data_file"])
         seen: dict = {}
+        for i, entry in enumerate(self.list_of(doc, "storages", "$", default=[]) or []):
+            self.storage(entry, f"$.storages[{i}]", seen)
+        seen = {}
         for i, entry in enumerate(tensors or []):
             self.tensor(entry, f"$.tensors[{i}]", seen)
         seen = {}
@@ -252,10 +264,87 @@ class _Loader:
         program.description = description
         return program
 
+    def data_file(self, name) -> None:
+        problem = check_data_file_name(name)
+        if problem is None and self.base_dir is None:
+            problem = "a program read from text has no folder to find its data file in"
+        if problem is None:
+            try:
+                self.data = read_data_file(self.base_dir / name)
+            except DataFileError as exc:
+                problem = f"data file {name!r}: {exc}"
+        if problem:
+            self.bad("$.data_file", problem)
+
+    def from_data_file(self, key: str, shape, dtype, path: str):
+        """The data file's array ``key``, checked against the shape and dtype expected."""
+        if self.data is None:
+            self.bad(path, "\"data_file\" contents need a \"data_file\" in the program")
+            return None
+        arr = self.data.get(key)
+        if arr is None:
+            self.bad(path, f"the data file has no entry {key!r}")
+        elif arr.shape != tuple(shape) or arr.dtype != dtype:
+            self.bad(path, f"the data file's entry {key!r} is {arr.dtype.name} {arr.shape}, "
+                           f"expected {dtype.name} {tuple(shape)}")
+        else:
+            return arr
+        return None
+
+    def allocate(self, nbytes: int, path: str, what: str) -> bool:
+        """Count ``nbytes`` against the file's total cap, before anything is allocated."""
+        if self.total_bytes + nbytes > self.max_total_bytes:
+            self.bad(path, f"{what} of {nbytes} bytes would bring the file's memory to "
+                           f"{self.total_bytes + nbytes} bytes, more than the limit of "
+                           f"{self.max_total_bytes} (max_total_bytes)")
+            return False
+        self.total_bytes += nbytes
+        return True
+
+    def storage(self, entry, path: str, seen: dict) -> None:
+        if not self.object(entry, path, "a storage"):
+            return
+        self.keys(entry, path, ("name", "nbytes"), ("init", "description"))
+        name = self.name(entry, path, seen, "storage")
+        nbytes = self.int_value(entry.get("nbytes"), f"{path}.nbytes", minimum=0) \
+            if "nbytes" in entry else None
+        if nbytes is not None and nbytes > MAX_TENSOR_BYTES:
+            self.bad(f"{path}.nbytes", f"{nbytes} bytes; at most {MAX_TENSOR_BYTES} are allowed")
+            nbytes = None
+        elif nbytes is not None and not self.allocate(nbytes, f"{path}.nbytes",
+                                                      f"storage {show(entry.get('name'))}"):
+            nbytes = None
+        init = entry.get("init", "zeros")
+        contents = None
+        if isinstance(init, dict) and set(init) == {"base64"} and isinstance(init["base64"], str):
+            try:
+                contents = np.frombuffer(base64.b64decode(init["base64"], validate=True),
+                                         np.uint8).copy()
+            except (binascii.Error, ValueError) as exc:
+                self.bad(f"{path}.init.base64", f"not valid base64: {exc}")
+                return
+            if nbytes is not None and contents.size != nbytes:
+                self.bad(f"{path}.init.base64", f"holds {contents.size} bytes, expected "
+                                                f"{nbytes}")
+                return
+        elif init not in ("zeros", "data_file"):
+            self.bad(f"{path}.init", f"expected \"zeros\", \"data_file\" or "
+                                     f"{{\"base64\": ...}}, got {show(init)}")
+            return
+        if name is None or nbytes is None:
+            return
+        if init == "data_file":
+            contents = self.from_data_file(f"storage:{name}", (nbytes,), np.dtype(np.uint8),
+                                           f"{path}.init")
+            if contents is None:
+                return
+        self.storages[name] = storage_from(name, nbytes, contents)
+
     def tensor(self, entry, path: str, seen: dict) -> None:
         if not self.object(entry, path, "a tensor"):
             return
-        self.keys(entry, path, ("name", "shape"), ("dtype", "init", "description"))
+        self.keys(entry, path, ("name", "shape"), ("dtype", "init", "description", "storage",
+                                                   "byte_offset"))
         name = self.name(entry, path, seen, "tensor")
         shape = None
         if "shape" in entry:
@@ -279,13 +368,9 @@ class _Loader:
                                           f"{dtype.name} needs {nbytes} bytes; at most "
                                           f"{MAX_TENSOR_BYTES} are allowed")
                 shape = None
-            elif self.total_bytes + nbytes > self.max_total_bytes:
-                self.bad(f"{path}.shape", f"tensor {show(entry.get('name'))} of {nbytes} bytes "
-                         f"would bring the file's tensors to {self.total_bytes + nbytes} bytes, "
-                         f"more than the limit of {self.max_total_bytes} (max_total_bytes)")
-                shape = None
-            else:
-                self.total_bytes += nbytes
+            elif "storage" not in entry and "byte_offset" not in entry and \
+                    not self.allocate(nbytes, f"{path}.shape", f"tensor {show(entry.get('name'))}"):
+                shape = None  # a tensor over a storage allocates nothing: its storage did
         description = entry.get("description")
         if description is not None and not isinstance(description, str):
             self.bad(f"{path}.description", f"expected a string, got {show(description)}")
@@ -293,6 +378,14 @@ class _Loader:
             return
         self.tensors[name] = BROKEN
         if shape is None or dtype is None:
+            return
+        if "storage" in entry or "byte_offset" in entry:
+            self.tensor_over_storage(entry, path, name, tuple(shape), dtype)
+            return
+        if entry.get("init") == "data_file":
+            arr = self.from_data_file(f"tensor:{name}", shape, dtype, f"{path}.init")
+            if arr is not None:  # memory-mapped: the tensor's storage is the file's pages
+                self.tensors[name] = Tensor.from_numpy(name, arr)
             return
         before = len(self.problems)
         data = parse_init(entry.get("init", "zeros"), tuple(shape), dtype, f"{path}.init",
@@ -302,6 +395,26 @@ class _Loader:
         try:
             self.tensors[name] = Tensor(name, tuple(shape), dtype, data)
         except AliasflowError as exc:  # pragma: no cover - checked above
+            self.bad(path, str(exc))
+
+    def tensor_over_storage(self, entry, path: str, name: str, shape, dtype) -> None:
+        if "init" in entry:
+            self.bad(f"{path}.init", "a tensor over a storage takes its contents from the "
+                                     "storage; drop \"init\"")
+        ref = entry.get("storage")
+        if not isinstance(ref, str) or ref not in self.storages:
+            known = list(self.storages)
+            self.bad(f"{path}.storage", f"unknown storage {show(ref)}"
+                     f"{_suggest(ref, known) if isinstance(ref, str) else ''}")
+            return
+        offset = self.int_value(entry.get("byte_offset", 0), f"{path}.byte_offset", minimum=0)
+        if offset is None or "init" in entry:
+            return
+        storage = self.storages[ref]
+        try:
+            part = storage.slice(offset, prod(shape) * dtype.itemsize, name)
+            self.tensors[name] = Tensor.on(part, dtype, shape, name)
+        except AliasflowError as exc:
             self.bad(path, str(exc))
 
     def resolve(self, ref, path: str, *, deriving: bool = False):
@@ -345,7 +458,7 @@ class _Loader:
                                "derived from an earlier view or a tensor)")
                 self.name(entry, path, seen, "view")
                 return
-            self.keys(entry, path, ("name", "tensor"), ("offset", "shape", "stride",
+            self.keys(entry, path, ("name", "tensor"), ("offset", "shape", "stride", "dtype",
                                                         "description"))
         name = self.name(entry, path, seen, "view")
         description = entry.get("description")
@@ -377,12 +490,17 @@ class _Loader:
         if entry.get("stride") is not None:
             stride = self.int_list(entry["stride"], f"{path}.stride")
             ok = ok and stride is not None
+        dtype = entry.get("dtype")
+        if dtype is not None and dtype not in DTYPES:
+            self.bad(f"{path}.dtype", f"unknown dtype {show(dtype)}; supported: "
+                                      f"{', '.join(DTYPES)}")
+            ok = False
         if not ok or offset is None or name is None:
             return None
         try:
             return TensorView(name, self.tensors[tensor], offset,
                               None if shape is None else tuple(shape),
-                              None if stride is None else tuple(stride))
+                              None if stride is None else tuple(stride), dtype)
         except AliasflowError as exc:
             self.bad(path, str(exc))
             return None

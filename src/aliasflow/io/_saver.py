@@ -1,6 +1,7 @@
 """Writing program files: exact values, explicit views and params."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import uuid
@@ -9,9 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from ..core.functions import REGISTRIES
-from ..core.operations import OP_KINDS, Operation
+from ..core.operations import Operation
+from ..core.primitives import OP_KINDS
 from ..core.program import Program
 from ._format import _FAMILY_WORD, FORMAT, KIND_PARAMS, VERSION, ProgramFileError
+from ._datafile import SAFETENSORS_DTYPES, shared_memories, write_data_file
 from ._values import DTYPES, encode_array, encode_float, is_all_zero
 
 
@@ -82,10 +85,19 @@ def dumps_program(program: Program, *, description: str | None = None) -> str:
     ``description`` defaults to the program's ``description`` attribute, if any. Raises
     :class:`ProgramFileError` naming every tensor or op that a file cannot hold.
     """
+    return _document(program, description, None)[0]
+
+
+def _document(program, description, data_file):
+    """``(text, arrays)``: the file's text and, with a ``data_file`` name, the arrays that go
+    into the data file."""
+    if isinstance(program, (list, tuple)):
+        program = Program(program)
     if not isinstance(program, Program):
-        raise ProgramFileError([f"expected a Program, got {type(program).__name__}"],
-                               "<program>")
+        raise ProgramFileError([f"expected a Program or a list of ops, got "
+                                f"{type(program).__name__}"], "<program>")
     problems: list[str] = []
+    arrays: dict[str, np.ndarray] = {}
     if description is None:
         description = getattr(program, "description", None)
     named = [("tensor", t.name) for t in program.tensors.values()] + \
@@ -98,6 +110,18 @@ def dumps_program(program: Program, *, description: str | None = None) -> str:
         except UnicodeEncodeError as exc:
             problems.append(f"{what} {ascii(text)[:60]}: holds a lone surrogate "
                             f"({ascii(text[exc.start])}), which a UTF-8 file cannot hold")
+    placement, shared = shared_memories(program.tensors.values())
+    storages = []
+    for name, nbytes, contents in shared:
+        entry = {"name": name, "nbytes": nbytes}
+        if contents is None or not contents.any():
+            entry["init"] = "zeros"
+        elif data_file is not None:
+            entry["init"] = "data_file"
+            arrays[f"storage:{name}"] = contents
+        else:
+            entry["init"] = {"base64": base64.b64encode(contents.tobytes()).decode("ascii")}
+        storages.append(entry)
     tensors = []
     for t in program.tensors.values():
         if t.dtype.name not in DTYPES:
@@ -105,31 +129,65 @@ def dumps_program(program: Program, *, description: str | None = None) -> str:
                             f"files hold {', '.join(DTYPES)}")
             continue
         entry = {"name": t.name, "shape": list(t.shape), "dtype": t.dtype.name}
+        if id(t) in placement:
+            entry["storage"], entry["byte_offset"] = placement[id(t)]
+            tensors.append(entry)
+            continue
         data = t.data.reshape(t.shape)
         if is_all_zero(data):
             entry["init"] = "zeros"
+        elif data_file is not None and t.dtype.name in SAFETENSORS_DTYPES:
+            entry["init"] = "data_file"
+            arrays[f"tensor:{t.name}"] = data
         else:
             entry["init"] = {"data": _RawJSON(encode_array(data, indent=4))}
         tensors.append(entry)
-    views = [{"name": v.name, "tensor": v.tensor.name, "offset": v.offset,
-              "shape": list(v.shape), "stride": list(v.stride)}
-             for v in program.views.values()]
+    views = []
+    for v in program.views.values():
+        entry = {"name": v.name, "tensor": v.tensor.name, "offset": v.offset,
+                 "shape": list(v.shape), "stride": list(v.stride)}
+        if v.dtype != v.tensor.dtype:
+            if v.dtype.name not in DTYPES:
+                problems.append(f"view {v.name!r}: dtype {v.dtype} cannot be saved")
+            entry["dtype"] = v.dtype.name
+        views.append(entry)
     ops = [_op_entry(op, problems) for op in program.ops]
     if problems:
         raise ProgramFileError(problems, "<program>")
     lines = ["{", f'  "format": {json.dumps(FORMAT)},', f'  "version": {VERSION},']
     if description is not None:
         lines.append(f'  "description": {json.dumps(description, ensure_ascii=False)},')
-    for key, entries, last in (("tensors", tensors, False), ("views", views, False),
-                               ("ops", ops, True)):
+    if data_file is not None and arrays:
+        lines.append(f'  "data_file": {json.dumps(data_file, ensure_ascii=False)},')
+    sections = [("tensors", tensors), ("views", views), ("ops", ops)]
+    if storages:
+        sections.insert(0, ("storages", storages))
+    for k, (key, entries) in enumerate(sections):
         body = ",\n".join(f"    {_compact(e)}" for e in entries)
         lines.append(f'  "{key}": [' + (f"\n{body}\n  ]" if entries else "]")
-                     + ("" if last else ","))
+                     + ("" if k == len(sections) - 1 else ","))
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", arrays
 
 
-def save_program(program: Program, path, *, description: str | None = None) -> None:
-    """Write ``program`` to ``path`` as a program file (see :func:`dumps_program`)."""
-    text = dumps_program(program, description=description)
-    Path(os.fspath(path)).write_text(text, encoding="utf-8")
+def save_program(program, path, *, description: str | None = None, data: str = "json") -> None:
+    """Write ``program`` (a Program or a list of ops) to ``path`` as a program file.
+
+    ``data="json"`` keeps contents in the JSON (exact text); ``data="safetensors"`` writes
+    them to a safetensors file beside it (``path`` with the suffix ``.safetensors``), which
+    loading memory-maps without a copy. Round trips are bit-exact either way, and tensors
+    sharing memory stay over one storage.
+    """
+    if data not in ("json", "safetensors"):
+        raise ProgramFileError([f"data must be \"json\" or \"safetensors\", got {data!r}"],
+                               "<program>")
+    path = Path(os.fspath(path))
+    data_path = path.with_suffix(".safetensors") if data == "safetensors" else None
+    if data_path is not None and data_path == path:
+        raise ProgramFileError([f"{path}: the program file cannot itself end in "
+                                f".safetensors"], "<program>")
+    text, arrays = _document(program, description,
+                             None if data_path is None else data_path.name)
+    if arrays:
+        write_data_file(data_path, arrays)
+    path.write_text(text, encoding="utf-8")

@@ -50,6 +50,17 @@ derived from:
 
   These call the same methods as Python code, so a file and a Python program agree exactly.
 
+**Shared memory and data files.** Tensors whose memory overlaps (NumPy arrays over one
+buffer, reinterpreting views) are tensors over one entry of the optional top-level
+``"storages"`` list, ``{"name", "nbytes", "init"?}`` (``init``: ``"zeros"`` or
+``"data_file"``): such a tensor has ``"storage"`` (the entry's name) and ``"byte_offset"``
+(default 0) instead of ``init``. An explicit view may give ``"dtype"`` (its own element type;
+offset and strides stay in elements of the tensor's dtype). With a top-level ``"data_file"``
+(a plain file name beside the program file, never a path), contents may come from that
+safetensors file: a tensor's ``"init": "data_file"`` reads entry ``"tensor:NAME"``, a
+storage's reads ``"storage:NAME"`` (uint8). Data files are read memory-mapped without a
+copy, copy-on-write, after their header is checked against the file.
+
 **Ops** ``{"name", "kind", "inputs"?, "outputs"?, <params>}`` in program order. ``inputs`` and
 ``outputs`` (default ``[]``) are lists of view names; a name that is not a view but a tensor
 means the tensor's full view (named like the tensor). Kinds and their params (all optional, with
@@ -73,9 +84,11 @@ Loading checks everything above and reports every problem it finds in one
 together: a program that cannot run (the seed's complex example) loads and can be analysed.
 Files larger than ``MAX_FILE_BYTES`` are refused before they are read.
 
-Saving writes every view explicitly (tensor, offset, shape, stride), tensor contents as
-``"zeros"`` when all bits are zero and as exact ``{"data": ...}`` otherwise (see
-:mod:`aliasflow.io._values`), and every op param explicitly. Ops whose function is a Python
+Saving writes every view explicitly (tensor, offset, shape, stride, dtype when it differs),
+tensor contents as ``"zeros"`` when all bits are zero and as exact ``{"data": ...}``
+otherwise (see :mod:`aliasflow.io._values`) or, with ``data="safetensors"``, in a data file
+beside the program, tensors that share memory over one storage entry, and every op param
+explicitly. Ops whose function is a Python
 callable rather than a registered name cannot be saved (the error names the op).
 """
 from __future__ import annotations
@@ -95,7 +108,7 @@ __all__ = ["load_program", "loads_program", "save_program", "dumps_program", "Pr
 
 # ---- public API ------------------------------------------------------------------------------
 def loads_program(text, *, source: str = "<string>", max_bytes: int = MAX_FILE_BYTES,
-                  max_total_bytes: int = MAX_TOTAL_BYTES) -> Program:
+                  base_dir=None, max_total_bytes: int = MAX_TOTAL_BYTES) -> Program:
     """Parse and validate a program file's text (``str`` or ``bytes``) into a Program.
 
     The program gets a ``description`` attribute (the file's description, or None).
@@ -111,7 +124,7 @@ def loads_program(text, *, source: str = "<string>", max_bytes: int = MAX_FILE_B
     doc, problem = _parse_json(text)
     if problem:
         raise ProgramFileError([problem], source)
-    loader = _Loader(max_total_bytes)
+    loader = _Loader(None if base_dir is None else Path(os.fspath(base_dir)), max_total_bytes)
     program = loader.load(doc)
     if loader.problems or program is None:
         raise ProgramFileError(loader.problems, source)
@@ -132,5 +145,5 @@ def load_program(path, *, max_bytes: int = MAX_FILE_BYTES,
                                 f"{max_bytes} bytes for program files"], str(path))
     with open(path, "rb") as f:
         data = f.read(max_bytes + 1)
-    return loads_program(data, source=str(path), max_bytes=max_bytes,
+    return loads_program(data, source=str(path), max_bytes=max_bytes, base_dir=path.parent,
                          max_total_bytes=max_total_bytes)
