@@ -26,16 +26,11 @@ class OpRefused(AliasflowError, ExecutionError):
 
 
 def _readonly(view) -> bool:
-    """Adapter while storages move to address ranges: a read-only storage or array."""
-    storage = getattr(view, "storage", None)
-    if storage is not None and hasattr(storage, "readonly"):
-        return bool(storage.readonly)
-    data = getattr(view.tensor, "data", None)
-    return data is not None and not data.flags.writeable and not view.tensor.is_virtual
+    return bool(view.tensor.storage.readonly)
 
 
 def _virtual(view) -> bool:
-    return bool(getattr(view.tensor, "is_virtual", False))
+    return not view.tensor.storage.has_memory
 
 
 def _same(cls, op) -> bool:
