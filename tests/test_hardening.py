@@ -332,3 +332,23 @@ def test_races_skip_ordered_pairs_and_stay_exact():
              if streams[d.src] != streams[d.dst]}
     assert got == truth
     assert all(position[s] < position[t] for s, t, _ in got)
+
+
+# ---- API arguments of the wrong kind: AliasflowError, never a raw TypeError -----------------
+@pytest.mark.parametrize("bad", [10**20, None, True, slice(None), Ellipsis, 3.5])
+def test_arguments_of_the_wrong_kind_are_refused_clearly(bad):
+    a = af.Tensor("A", (4, 4))
+    fill = af.FillOperation("f").set_outputs(a[0])
+    g = af.analyze([fill])
+    calls = [lambda: af.analyze(bad), lambda: af.Program(bad), lambda: af.run(bad),
+             lambda: af.find_races([fill], bad) if bad is not None else af.find_races(3),
+             lambda: af.work_budget(bad).__enter__(), lambda: a.view().footprint(bad)
+             if bad is not None else af.work_budget(0).__enter__(),
+             lambda: g.predecessors([bad]), lambda: a.reshape(bad), lambda: a.transpose(bad)]
+    for call in calls:
+        try:
+            call()
+        except af.AliasflowError:
+            continue
+        except Exception as exc:  # noqa: BLE001
+            pytest.fail(f"raised {type(exc).__name__}: {exc}")

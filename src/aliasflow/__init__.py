@@ -28,7 +28,8 @@ from .analysis.flow import Flow, value_flow
 from .analysis.races import find_races
 from .execution.runner import run
 from .execution.checks import OpRefused
-from .solver import UndecidedOverlapWarning, WorkBudget, work_budget
+from .solver import UndecidedOverlapWarning, WorkBudget
+from .analysis.budget import work_budget
 
 __version__ = "0.1.0"
 

@@ -100,7 +100,11 @@ def find_races(ops, order=None, *, streams: Mapping | None = None,
         if isinstance(order, Mapping):
             streams = {**order, **(streams or {})}
         else:
-            edges = list(order) + list(edges or ())
+            try:
+                edges = list(order) + list(edges or ())
+            except TypeError:
+                raise AliasflowError(f"order must be a mapping of op names to streams or "
+                                     f"pairs of op names, got {order!r}") from None
     names = [op.name for op in ops]
     reach = happens_before(names, streams, edges)
     table = lower(ops)  # accesses grouped by memory address ranges, in cells of each group

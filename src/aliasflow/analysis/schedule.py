@@ -79,7 +79,7 @@ class DependencyGraph:
         name = getattr(op, "name", op)
         try:
             return self._position[name]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: not even hashable
             raise AliasflowError(f"no op named {name!r} in this graph") from None
 
     def _names(self, indices) -> list[str]:

@@ -279,6 +279,9 @@ class TensorView:
         For a view whose dtype differs from its tensor's, the elements any of whose bytes
         it touches. Refuses (with an error naming the size) views larger than ``limit``.
         """
+        if limit is not None and (not _is_int(limit) or limit < 0):
+            raise AliasflowError(f"view {self.name!r}: footprint limit must be a "
+                                 f"non-negative int or None, got {limit!r}")
         unit = self.tensor.dtype.itemsize
         if self.dtype.itemsize == unit:
             return solver.footprint(self.layout, limit=limit)
@@ -345,7 +348,7 @@ class TensorView:
     def transpose(self, *axes) -> "TensorView":
         """Permute the axes (reverse them when none are given), like ``ndarray.transpose``."""
         if len(axes) == 1 and not _is_int(axes[0]):
-            axes = tuple(axes[0])
+            axes = _ints_tuple(self, "transpose axes", axes[0])
         if not axes:
             perm, suffix = tuple(range(self.ndim))[::-1], ".T"
         else:
@@ -377,7 +380,7 @@ class TensorView:
     def reshape(self, *shape) -> "TensorView":
         """Same elements in a new shape, without a copy; refused where NumPy would copy."""
         if len(shape) == 1 and not _is_int(shape[0]):
-            shape = tuple(shape[0])
+            shape = _ints_tuple(self, "reshape", shape[0])
         new_shape, new_stride = nocopy_reshape(self, shape)
         return self._derive(f".reshape{tuple(new_shape)}", self.offset, new_shape, new_stride)
 
@@ -468,6 +471,14 @@ class TensorView:
 
     def rename(self, name: str) -> "TensorView":
         return self._derive("", self.offset, self.shape, self.stride, name=name)
+
+
+def _ints_tuple(view: TensorView, what: str, value) -> tuple:
+    try:
+        return tuple(value)
+    except TypeError:
+        raise AliasflowError(f"view {view.name!r}: {what} needs a tuple of ints, got "
+                             f"{value!r}") from None
 
 
 def _axis(view: TensorView, axis) -> int:
