@@ -129,13 +129,15 @@ def test_a_subarray_dtype_is_refused():
 # ---- sizes refused before allocating ---------------------------------------------------------
 @pytest.mark.parametrize("shape", [(10**15,), (2**63,), (1,) * 65, (0, 2**62), (2**40, 2**40)])
 def test_tensors_numpy_cannot_allocate_are_refused_naming_tensor_and_bytes(shape):
-    with pytest.raises(af.AliasflowError, match=r"tensor 'A'.*(bytes|dims)"):
+    with pytest.raises(af.AliasflowError, match=r"tensor .A.*(bytes|dims|64 bits)"):
         af.Tensor("A", shape)
 
 
 def test_virtual_tensors_past_the_address_space_are_refused():
-    with pytest.raises(af.AliasflowError, match=r"tensor 'V'.*bytes"):
+    with pytest.raises(af.AliasflowError, match=r"tensor 'V'.*64 bits"):
         af.Tensor.virtual("V", (2**70,))
+    with pytest.raises(af.AliasflowError, match=r"tensor 'V'.*bytes"):
+        af.Tensor.virtual("V", (2**35, 2**35))
     v = af.Tensor.virtual("V", (2**40,))
     assert v.get_storage_size() == 2**40
 
@@ -155,10 +157,12 @@ def test_a_program_file_has_a_total_memory_cap():
 # ---- views accepted must give numpy() ------------------------------------------------------
 def test_free_strides_on_size_one_and_empty_axes_still_give_arrays():
     a = af.Tensor("A", (4,), "float64", data=np.arange(4.0))
-    v = af.TensorView("v", a, 1, (1, 2), (2**70, 1))
+    v = af.TensorView("v", a, 1, (1, 2), (2**62, 1))  # x 8 bytes: past NumPy's byte strides
     np.testing.assert_array_equal(v.numpy(), [[1.0, 2.0]])
-    e = af.TensorView("e", a, 4, (0, 3), (2**70, -(2**70)))
+    e = af.TensorView("e", a, 4, (0, 3), (2**62, -(2**62)))
     assert e.numpy().shape == (0, 3)
+    with pytest.raises(af.AliasflowError, match="64 bits"):
+        af.TensorView("w", a, 1, (1, 2), (2**70, 1))
 
 
 def test_more_than_64_dims_is_refused_when_the_view_is_made():
@@ -352,3 +356,21 @@ def test_arguments_of_the_wrong_kind_are_refused_clearly(bad):
             continue
         except Exception as exc:  # noqa: BLE001
             pytest.fail(f"raised {type(exc).__name__}: {exc}")
+
+
+def test_integers_past_64_bits_are_refused_everywhere_in_the_api():
+    huge = 10**5000  # str() of it raises in Python >= 3.11: no message may try to print it
+    a = af.Tensor("A", (4,))
+    calls = [lambda: af.Tensor("X", (huge,)), lambda: af.Tensor("X", (-huge,)),
+             lambda: af.Tensor.virtual("X", (huge,)), lambda: af.TensorView("v", a, huge, (1,)),
+             lambda: af.TensorView("v", a, -huge, (1,)),
+             lambda: af.TensorView("v", a, 0, (2,), (huge,)), lambda: a[huge], lambda: a[huge:],
+             lambda: a[::-huge], lambda: a.as_strided((huge,), (0,)), lambda: a.reshape(huge),
+             lambda: a[:1].broadcast_to((huge,)),
+             lambda: af.run([af.FillOperation("f", huge).set_outputs(a[:])]),
+             lambda: af.Tensor("X", (1,), "int64", data=[huge])]
+    for call in calls:
+        with pytest.raises(af.AliasflowError):
+            call()
+    with pytest.raises(IndexError):  # documented: get_physical_index raises IndexError
+        a.view().get_physical_index(5)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .errors import AliasflowError
 from .storage import Storage
-from .values import MAX_DIMS, check_dtype, check_nbytes, fit_array
+from .values import MAX_DIMS, check_dtype, check_ints, check_nbytes, fit_array
 
 
 def _is_int(x) -> bool:
@@ -23,6 +23,7 @@ def _check_shape(owner: str, shape) -> tuple[int, ...]:
         dims = tuple(shape)
     except TypeError:
         raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}") from None
+    check_ints(dims, owner)
     for d in dims:
         if not _is_int(d):
             raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}")

@@ -46,6 +46,23 @@ MAX_DIMS = 64  # NumPy's limit on the number of dimensions of an array
 MAX_BYTES = 2**63 - 1  # what a byte count or offset can be on a 64-bit machine
 
 
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def check_ints(values, what: str) -> None:
+    """Refuse any int in ``values`` (ints, slices, nested tuples) outside 64 bits: no shape,
+    offset, stride or index can be that large, and such ints cannot even be printed."""
+    stack = [values]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (tuple, list)):
+            stack.extend(v)
+        elif isinstance(v, slice):
+            stack.extend((v.start, v.stop, v.step))
+        elif isinstance(v, int) and not INT64[0] <= v <= INT64[1]:
+            raise AliasflowError(f"{what}: {show_value(v)} does not fit in 64 bits")
+
+
 def show_value(value, limit: int = 40) -> str:
     """A short text for ``value`` that never fails (even for a 5,000-digit integer)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:

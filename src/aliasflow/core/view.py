@@ -9,7 +9,7 @@ from .. import solver
 from .errors import AliasflowError
 from .indexing import apply_index, nocopy_reshape, row_major_strides
 from .tensor import Tensor, _check_dtype, _check_shape, _is_int
-from .values import MAX_DIMS
+from .values import MAX_DIMS, check_ints
 
 _UNSET = object()
 
@@ -65,6 +65,7 @@ class TensorView:
                                  f"{type(tensor).__name__}")
         if not _is_int(offset):
             raise AliasflowError(f"{what}: offset must be an int, got {offset!r}")
+        check_ints((offset, stride if isinstance(stride, (tuple, list)) else ()), what)
         shape = tensor.shape if shape is None else _check_shape(what, shape)
         dtype = tensor.dtype if dtype is None else _check_dtype(name, dtype)
         if stride is None:
@@ -260,6 +261,7 @@ class TensorView:
 
     def get_physical_index(self, indices) -> int:
         """Storage element of view index ``indices``; out-of-range indices are refused."""
+        check_ints(indices, f"view {self.name!r}: index")
         if _is_int(indices):
             indices = (indices,)
         indices = tuple(indices)
@@ -342,6 +344,7 @@ class TensorView:
                                 tuple(shape), tuple(stride), self.dtype)
 
     def __getitem__(self, index) -> "TensorView":
+        check_ints(index, f"view {self.name!r}: index")
         offset, shape, stride, text = apply_index(self, index)
         return self._derive(f"[{text}]", offset, shape, stride)
 
@@ -381,6 +384,7 @@ class TensorView:
         """Same elements in a new shape, without a copy; refused where NumPy would copy."""
         if len(shape) == 1 and not _is_int(shape[0]):
             shape = _ints_tuple(self, "reshape", shape[0])
+        check_ints(shape, f"view {self.name!r}: reshape")
         new_shape, new_stride = nocopy_reshape(self, shape)
         return self._derive(f".reshape{tuple(new_shape)}", self.offset, new_shape, new_stride)
 
