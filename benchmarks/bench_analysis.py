@@ -50,7 +50,8 @@ sys.path.insert(0, str(HERE))
 
 import aliasflow as af  # noqa: E402
 from aliasflow.analysis.dependencies import all_conflicts  # noqa: E402
-from trace import make_gil_trace, make_parallel_trace, make_trace, trace_tensors  # noqa: E402
+from trace import (make_gil_trace, make_nondense_trace, make_parallel_trace, make_trace,  # noqa: E402
+                   trace_tensors)
 
 START, END = "<!-- analysis:start -->", "<!-- analysis:end -->"
 GB = 2 ** 30
@@ -265,6 +266,35 @@ def baselines(args, log) -> tuple[list[dict], dict]:
     return rows, memo
 
 
+# ---- 1b: a non-dense trace -------------------------------------------------------------------
+def nondense(args, log) -> list[dict]:
+    """``analyze`` on :func:`make_nondense_trace` (head column blocks, stepped windows,
+    transposed tiles: the exact solver decides most pairs), cold (fresh ops each repeat,
+    so no view caches), against pairwise ``np.shares_memory`` on the smallest size."""
+    rows = []
+    for n in args.nondense_sizes:
+        log(f"non-dense n={n} ...")
+        best, graph = float("inf"), None
+        for _ in range(args.repeats if n <= 10_000 else 1):
+            ops = make_nondense_trace(n, seed=args.seed)  # fresh views: nothing cached
+            gc.collect()
+            t = time.perf_counter()
+            graph = af.analyze(ops)
+            best = min(best, time.perf_counter() - t)
+        dense = sum(v.is_dense for op in ops for v in op.input_views + op.output_views)
+        total = sum(len(op.input_views) + len(op.output_views) for op in ops)
+        row = {"n": n, "time": best, "edges": len(graph.dependencies),
+               "nondense": 1 - dense / total}
+        if n == min(args.nondense_sizes) and n <= 2000:
+            arrays = accesses_numpy(ops)
+            t = time.perf_counter()
+            shares_memory_conflicts(ops, arrays)
+            row["shares"] = time.perf_counter() - t
+        log(f"   {fmt_s(best)}")
+        rows.append(row)
+    return rows
+
+
 # ---- 4 and 5: execution ------------------------------------------------------------------------
 def interleaved_best(fns: dict, repeats: int) -> dict:
     """Best time of each function over ``repeats`` rounds, the functions taking turns in each
@@ -404,8 +434,16 @@ def soundness(args, memo, log) -> dict:
 
 
 # ---- the table ---------------------------------------------------------------------------------
-def build_rows(args, runs, base, par, gil, snd) -> list[tuple]:
+def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
     rows: list[tuple] = []  # (section, measure, value, target, status)
+    for r in nd:
+        value = (f"{fmt_s(r['time'])}, {r['n'] / r['time']:,.0f} ops/s; {r['edges']:,} edges; "
+                 f"{r['nondense']:.0%} of accesses non-dense")
+        if "shares" in r:
+            value += (f"; pairwise np.shares_memory {fmt_s(r['shares'])} = "
+                      f"{r['shares'] / r['time']:,.1f}x analyze")
+        rows.append(("1b non-dense", f"{fmt_n(r['n'])} ops (cold)", value, ">= 100,000 ops/s",
+                     "PASS" if r['n'] / r['time'] >= 100_000 else "FAIL"))
 
     def ok_run(key):
         r = runs.get(key)
@@ -597,6 +635,7 @@ def parse_args(argv=None):
     p.add_argument("--control-sizes", type=ints, default=[100_000, 1_000_000],
                    help="sizes of the control trace (no KV cache, fixed token count)")
     p.add_argument("--baseline-sizes", type=ints, default=[500, 1000, 2000])
+    p.add_argument("--nondense-sizes", type=ints, default=[1000, 10_000])
     p.add_argument("--seed-budget", type=float, default=100,
                    help="seconds; a seed-baseline size predicted to take longer is extrapolated")
     p.add_argument("--shares-budget", type=float, default=100)
@@ -643,11 +682,12 @@ def main(argv=None) -> int:
     src0 = git_state()
     log = lambda msg: print(f"[{time.perf_counter() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
     runs = analysis_runs(args, log)
+    nd = nondense(args, log)
     base, memo = baselines(args, log)
     snd = soundness(args, memo, log)
     par = parallel_overhead(args, log)
     gil = gil_speedup(args, log)
-    rows = build_rows(args, runs, base, par, gil, snd)
+    rows = build_rows(args, runs, base, par, gil, snd, nd)
     load1 = os.getloadavg()
     header = (f"aliasflow {af.__version__}: analysis and execution benchmark "
               f"({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, Python "
@@ -660,7 +700,9 @@ def main(argv=None) -> int:
         cmd = "python benchmarks/bench_analysis.py " + " ".join(sys.argv[1:] if argv is None else argv)
         body = (f"## Analysis and execution\n\n{header}\n\n`{cmd.strip()}`\n\n{md}\n\n"
                 "Trace: `benchmarks/trace.py` (`make_trace`: transformer training steps over a "
-                "caching-allocator arena, flat param/grad buffers, a ring KV cache). Times are "
+                "caching-allocator arena, flat param/grad buffers, a ring KV cache; "
+                "`make_nondense_trace` for section 1b: per-head column blocks, stepped windows, "
+                "transposed tiles, strided score columns). Times are "
                 "best of a few repeats below 20k ops, single runs above; each analysis size runs "
                 "in its own process, killed past the timeout or RSS limit. `~` marks a quadratic "
                 "baseline extrapolated from the largest size it ran at. Other jobs share the 2 "

@@ -15,3 +15,15 @@ def test_readme_python_example_runs():
     lines = out.getvalue().splitlines()
     assert lines[0] == "fill col RAW implicit [2, 6, 10]"
     assert lines[1] == "[['fill'], ['col']]"
+
+
+def test_readme_memory_example_runs():
+    pytest = __import__("pytest")
+    pytest.importorskip("torch")
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    code = next(b for b in blocks if "af.from_numpy" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    assert out.getvalue().splitlines() == ["[9, 13]", "True",
+                                           "[0.0, 1.0, -1.0, 3.0, 4.0, 5.0]"]

@@ -34,9 +34,25 @@ from .analysis.budget import work_budget
 __version__ = "0.1.0"
 
 
+def __getattr__(name):
+    # aliasflow.distributed on first use: importing aliasflow never imports Dask or Ray
+    if name == "distributed":
+        import importlib
+        return importlib.import_module(".distributed", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def compute_view_footprint(view: TensorView) -> list[int]:
     """Sorted storage elements that ``view`` touches (the seed's function; NumPy inside)."""
     return view.footprint().tolist()
+
+
+def __getattr__(name: str):
+    # ``af.trace`` imports torch, so only when asked for: ``import aliasflow`` stays light.
+    if name == "trace":
+        from .interop.torch_trace import trace
+        return trace
+    raise AttributeError(f"module 'aliasflow' has no attribute {name!r}")
 
 
 __all__ = [

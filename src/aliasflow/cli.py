@@ -84,9 +84,9 @@ def _load(path: Path) -> Program:
 
 
 @contextmanager
-def _progress(label: str, total: int, minimum: int = 0):
-    """A progress bar for long work (many ops), else nothing."""
-    if total < (minimum or PROGRESS_MIN_OPS):
+def _progress(label: str, total: int, minimum: int = 0, always: bool = False):
+    """A progress bar for long work (many ops, or ``always``), else nothing."""
+    if total < (minimum or PROGRESS_MIN_OPS) and not always:
         yield None
         return
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -178,23 +178,43 @@ def run_cmd(
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Threads (1: program order)."),
     save: Optional[Path] = typer.Option(None, "--save", help="Save tensors and results (.npz)."),
     max_work: Optional[int] = typer.Option(None, "--max-work", min=1, help=MAX_WORK_HELP),
+    backend: Optional[str] = typer.Option(
+        None, "--backend", help="dask|ray|local: run as tasks on storage blocks."),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="Cluster to use (default: start 2 workers on loopback)."),
+    block_bytes: Optional[str] = typer.Option(
+        None, "--block-bytes", help="Block size for --backend, e.g. 64KiB (default 16MiB)."),
 ) -> None:
     """Execute FILE and print the final tensors and the results of ops without outputs."""
     with _clean_errors():
         if save is not None:  # before running, so a bad path wastes no work
             _check_save_path(save)
         program = _load(file)
-        start = time.perf_counter()
-        with _budget(max_work), _progress("running", len(program.ops)) as progress:
-            run_ops(program.ops, workers=workers, progress=progress)
-        seconds = time.perf_counter() - start
+        if backend is not None or block_bytes is not None or address is not None:
+            from .execution.distributed.connect import open_backend
+            from .execution.distributed.engine import run as run_blocks
+            from .execution.distributed.plan import parse_bytes
+            size = parse_bytes(block_bytes or "16MiB")  # refused before a cluster starts
+            with open_backend(backend or "local", address) as engine:
+                start = time.perf_counter()
+                with _budget(max_work), _progress(f"running on {backend or 'local'}",
+                                                  len(program.ops), always=True) as progress:
+                    run_blocks(program.ops, engine, size, progress)
+                seconds = time.perf_counter() - start
+        else:
+            start = time.perf_counter()
+            with _budget(max_work), _progress("running", len(program.ops)) as progress:
+                run_ops(program.ops, workers=workers, progress=progress)
+            seconds = time.perf_counter() - start
         arrays = {f"tensor:{name}": t.data for name, t in program.tensors.items()}
         arrays.update({f"result:{op.name}": np.asarray(op.result) for op in program.ops
                        if op.result is not None})
         for name, array in arrays.items():
             console.print(render.array_text(name, array), highlight=False)
-        console.print(f"ran {len(program.ops)} ops with {workers} worker(s) in "
-                      f"{seconds * 1e3:.1f} ms", markup=False)
+        how = f"on {backend or 'local'} in blocks" if backend or block_bytes or address \
+            else f"with {workers} worker(s)"
+        console.print(f"ran {len(program.ops)} ops {how} in {seconds * 1e3:.1f} ms",
+                      markup=False)
         if save is not None:
             target = save if save.suffix == ".npz" else save.with_name(save.name + ".npz")
             with open(target, "wb") as f:  # np.savez adds ".npz" to names without it
@@ -211,6 +231,30 @@ def _check_save_path(save: Path) -> None:
     parent = target.parent
     if not parent.is_dir():
         raise AliasflowError(f"--save {save}: directory {parent} does not exist")
+
+
+@app.command("plan")
+def plan_cmd(file: Path = typer.Argument(..., help="Program file (JSON)."),
+             block_bytes: str = typer.Option("16MiB", "--block-bytes",
+                                             help="Block size, e.g. 4096, 64KiB, 16MiB."),
+             as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")
+             ) -> None:
+    """FILE as pure tasks on storage blocks: tasks, blocks, bytes moved, read amplification."""
+    from dataclasses import asdict
+
+    from .execution.distributed.plan import plan as make_plan
+    with _clean_errors():
+        program = _load(file)
+        start = time.perf_counter()
+        p = make_plan(program.ops, block_bytes)
+        seconds = time.perf_counter() - start
+        if as_json:
+            out = dict(asdict(p.figures), block_bytes=p.block_bytes, plan_seconds=seconds)
+            sys.stdout.write(json.dumps(out, indent=2) + "\n")
+            return
+        for name, value in [("block size", f"{p.block_bytes} B")] + p.figures.rows():
+            console.print(f"{name:>32}  {value}", highlight=False)
+        console.print(f"planned in {seconds * 1e3:.1f} ms", highlight=False)
 
 
 @app.command()
@@ -272,6 +316,53 @@ def show(file: Path = typer.Argument(..., help="Program file (JSON).")) -> None:
         shared = render.shared_memory_table(program)
         if shared is not None:
             console.print(shared)
+
+
+@app.command("mge")
+def mge_cmd() -> None:
+    """Seed 001 (MegEngine): each row of its table run and observed through mge.layers, then
+    its four exercises, in MegEngine (copy-on-write) and alias (NumPy/PyTorch) semantics."""
+    from rich.table import Table
+
+    from .frontends.mge import seed
+
+    with _clean_errors():
+        for semantics in ("megengine", "alias"):
+            console.rule(f"[bold]Seed 001 table, semantics={semantics}")
+            table = Table("statement", "version", "Python Tensor", "C++ Tensor", "Storage",
+                          "seed's table")
+            for row in seed.ROWS:
+                seen = seed.observe(row, semantics)
+                agrees = "agrees" if seen.kinds() == row.seed else "differs: " + "; ".join(
+                    row.seed)
+                table.add_row(row.statement, row.version, seen.python, seen.impl, seen.storage,
+                              agrees)
+            console.print(table)
+        for semantics in ("megengine", "alias"):
+            console.rule(f"[bold]Seed 001 exercises, semantics={semantics}")
+            table = Table("exercise", "prints", "seed's answer", "conflicts with the print (af.analyze)")
+            for i in range(len(seed.EXERCISES)):
+                res = seed.run_exercise(i, semantics)
+                edges = ", ".join(f"{src} {kind} {'implicit' if imp else 'explicit'}"
+                                  for src, kind, imp in res.edges)
+                table.add_row(res.code, res.printed, str(res.seed_answer), edges)
+            console.print(table)
+
+
+@app.command("trace", context_settings={"allow_interspersed_args": False,
+                                        "ignore_unknown_options": True})
+def trace_cmd(script: Path = typer.Argument(..., help="Python script to run under the tracer."),
+              args: list[str] = typer.Argument(None, help="The script's own arguments."),
+              as_json: bool = typer.Option(False, "--json", help="Print findings as JSON."),
+              html: Optional[Path] = typer.Option(None, "--html",
+                                                  help="Write a self-contained HTML report."),
+              ) -> None:
+    """Run SCRIPT under the PyTorch tracer (as ``python -m cProfile`` does) and print the
+    findings grouped by source line, most serious first. Options go before SCRIPT; what
+    follows it is the script's argv. Exit code: 0 when the script ran, else the script's."""
+    from .interop.torch_trace.cli import run_script
+    code = run_script(script, list(args or []), as_json, html, console, errors)
+    raise typer.Exit(code)
 
 
 def main() -> None:  # pragma: no cover - console entry point

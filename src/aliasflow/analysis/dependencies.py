@@ -184,6 +184,11 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
     for j in range(len(ops)):
         found: list[tuple] = []
         pending = []
+        # Ancestors of j through the conflicts found so far (bit d: op j - 1 - d). A
+        # candidate of a prunable kind whose op is one already needs no exact test: its
+        # edge would be implied, so it is never produced (see _prune).
+        reach = 0
+        direct = set()  # ops with a conflict found: their other conflicts are kept (_prune)
         for r in range(starts[j], starts[j + 1]):
             _, mode, group, low, high, dense, layout, view = rows[r]
             st = memories.get(group)
@@ -192,18 +197,38 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
             records = st.records
             new = (j, view, low, high, dense, layout)
             if mode == READ:
+                skip_raw = "RAW" in prunable
                 for rid in st.writes.query(low, high):
                     old = records[rid]
+                    d = j - 1 - old[0]
+                    if skip_raw and d < WINDOW and (reach >> d) & 1 and old[0] not in direct:
+                        continue
                     if (dense and old[4]) or intersects(old[5], layout):
                         found.append((old[0], "RAW", old[1], view))
+                        direct.add(old[0])
+                        if d < WINDOW:
+                            reach |= (ancestors[old[0] % WINDOW] << (d + 1)) | (1 << d)
                 pending.append((st, True, new))
                 continue
             for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
                 changed = []
+                skip = kind in prunable
                 for rid in index.query(low, high):
                     old = records[rid]
+                    d = j - 1 - old[0]
+                    if skip and d < WINDOW and (reach >> d) & 1 and old[0] not in direct:
+                        # implied: no edge, but a write still retires what it covers (a
+                        # dense write by its extent, any write a record of its own layout)
+                        if retire and (dense or old[5] == layout):
+                            rest = _remainder(new, old) if dense else ()
+                            if rest is not None:
+                                changed.append((rid, rest))
+                        continue
                     if (dense and old[4]) or intersects(old[5], layout):
                         found.append((old[0], kind, old[1], view))
+                        direct.add(old[0])
+                        if d < WINDOW:
+                            reach |= (ancestors[old[0] % WINDOW] << (d + 1)) | (1 << d)
                         if retire:
                             rest = _remainder(new, old)
                             if rest is not None:

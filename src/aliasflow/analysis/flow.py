@@ -15,7 +15,7 @@ import numpy as np
 from ..core.errors import AliasflowError
 from ..core.program import check_ops
 from .. import solver
-from .lower import READ, lower
+from .lower import READ, Access, lower
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
             raise AliasflowError(f"no op named {target!r}; ops are {', '.join(names)}")
         stop = names.index(target) + 1
     table = lower(ops[:stop])
-    rows = table.rows
+    rows = [Access._make(r) for r in table.rows]
     # Only groups that some op reads need shadows, as long as the highest cell touched.
     size: dict[int, int] = {}
     for r in rows:

@@ -26,7 +26,8 @@ READ, WRITE = 0, 1
 
 
 class Access(NamedTuple):
-    """One row of the table (the Python walkers' form)."""
+    """The fields of one row of the table (rows themselves are plain tuples in this order:
+    ``Access._make(row)`` names them)."""
 
     op: int
     mode: int
@@ -41,14 +42,14 @@ class Access(NamedTuple):
 class AccessTable:
     """The accesses of a program, in program order (ops in order; per op, reads then writes).
 
-    ``rows`` holds :class:`Access` tuples; ``units[g]`` and ``bases[g]`` give group ``g``'s
+    ``rows`` holds tuples with the fields of :class:`Access`; ``units[g]`` and ``bases[g]`` give group ``g``'s
     cell size in bytes and base address. :meth:`columns` gives the same as NumPy arrays.
     """
 
     __slots__ = ("rows", "units", "bases", "n_ops", "op_starts")
 
     def __init__(self, rows, units, bases, n_ops, op_starts):
-        self.rows: list[Access] = rows
+        self.rows: list[tuple] = rows
         self.units: list[int] = units
         self.bases: list[int] = bases
         self.n_ops = n_ops
@@ -61,7 +62,7 @@ class AccessTable:
         """Struct-of-arrays form: ``op, mode, group, low, high, dense, ndim, offset`` per row,
         and ``shape``/``stride`` flattened with ``dims_start`` (row ``r``'s dims are
         ``dims_start[r]:dims_start[r] + ndim[r]``). Cells must fit in int64."""
-        rows = self.rows
+        rows = [Access._make(r) for r in self.rows]
         ndim = np.fromiter((len(r.layout[1]) for r in rows), np.int64, len(rows))
         starts = np.zeros(len(rows) + 1, np.int64)
         np.cumsum(ndim, out=starts[1:])
@@ -138,7 +139,7 @@ def lower(ops) -> AccessTable:
                 unit = gcd(units[g], v.dtype.itemsize, v.byte_offset, *v.byte_strides)
                 units[g] = unit
                 odd.append(v)
-    rows: list[Access] = []
+    rows: list[tuple] = []
     op_starts = []
     for j, op in enumerate(ops):
         op_starts.append(len(rows))
@@ -153,8 +154,8 @@ def lower(ops) -> AccessTable:
                 isz = t.dtype.itemsize
                 if unit == isz and v.dtype.itemsize == isz:
                     d = delta // isz  # cells are elements: the view's own numbers, shifted
-                    rows.append(Access(j, mode, g, extent[0] + d, extent[1] + d, v.is_dense,
-                                       (v.offset + d, v.shape, v.stride), v))
+                    rows.append((j, mode, g, extent[0] + d, extent[1] + d, v.is_dense,
+                                 (v.offset + d, v.shape, v.stride), v))
                     continue
                 k = isz // unit
                 shape, stride = v.shape, tuple(s * k for s in v.stride)
@@ -163,6 +164,6 @@ def lower(ops) -> AccessTable:
                     shape, stride = shape + (span,), stride + (1,)
                 layout = ((delta + v.offset * isz) // unit, shape, stride)
                 low, high, dense = _extent_dense(*layout)
-                rows.append(Access(j, mode, g, low, high, dense, layout, v))
+                rows.append((j, mode, g, low, high, dense, layout, v))
     op_starts.append(len(rows))
     return AccessTable(rows, units, bases, len(ops), op_starts)

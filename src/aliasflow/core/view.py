@@ -52,7 +52,7 @@ class TensorView:
     True
     """
 
-    __slots__ = ("name", "tensor", "offset", "shape", "stride", "dtype", "_extent", "_dense",
+    __slots__ = ("name", "tensor", "offset", "shape", "stride", "dtype", "extent", "_dense",
                  "_layout", "_key")
 
     def __init__(self, name: str, tensor: Tensor, offset: int = 0, shape=None, stride=None,
@@ -95,7 +95,6 @@ class TensorView:
         setattr_(self, "shape", shape)
         setattr_(self, "stride", stride)
         setattr_(self, "dtype", dtype)
-        setattr_(self, "_extent", _UNSET)
         setattr_(self, "_dense", _UNSET)
         setattr_(self, "_layout", None)
         setattr_(self, "_key", None)
@@ -104,13 +103,24 @@ class TensorView:
         if len(shape) > MAX_DIMS:  # derived views come here directly
             raise AliasflowError(f"view {name!r}: {len(shape)} dims; NumPy supports at most "
                                  f"{MAX_DIMS}")
+        # extent: (lowest, highest) element touched, or None for an empty view (in elements
+        # of the tensor's dtype); kept as a plain field since every analysis reads it
+        low = high = offset
+        for n, s in zip(shape, stride):
+            if n == 0:
+                low = None
+                break
+            if s < 0:
+                low += s * (n - 1)
+            else:
+                high += s * (n - 1)
+        setattr_(self, "extent", None if low is None else (low, high))
         storage = tensor.get_storage_size()
-        if 0 in shape:
+        if low is None:
             if offset > storage:
                 raise AliasflowError(f"view {name!r}: offset {offset} is past the end of "
                                      f"{tensor.name!r} (storage size {storage})")
             return
-        low, high = self.extent
         if low < 0:
             raise AliasflowError(f"view {name!r}: lowest element {low} is below 0 "
                                  f"(offset {offset}, shape {shape}, stride {stride})")
@@ -190,24 +200,6 @@ class TensorView:
     def byte_strides(self) -> tuple[int, ...]:
         unit = self.tensor.dtype.itemsize
         return tuple(s * unit for s in self.stride)
-
-    @property
-    def extent(self) -> tuple[int, int] | None:
-        """``(lowest, highest)`` storage element of index 0 and of the last element,
-        or None for an empty view (in elements of the tensor's dtype)."""
-        if self._extent is _UNSET:
-            if 0 in self.shape:
-                extent = None
-            else:
-                low = high = self.offset
-                for n, s in zip(self.shape, self.stride):
-                    if s < 0:
-                        low += s * (n - 1)
-                    else:
-                        high += s * (n - 1)
-                extent = low, high
-            object.__setattr__(self, "_extent", extent)
-        return self._extent
 
     @property
     def is_dense(self) -> bool:

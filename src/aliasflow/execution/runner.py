@@ -199,7 +199,8 @@ def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | No
         raise error from (exc.__cause__ if error is exc else exc)
 
 
-def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=None) -> None:
+def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=None, *,
+        backend=None, block_bytes=None) -> None:
     """Execute ``ops`` with results identical to program order.
 
     Parameters
@@ -214,6 +215,10 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
         a graph of another op list (or of ops whose views changed since) is refused.
     progress : callable, optional
         Called with 1 after each op finishes, always from the calling thread.
+    backend, block_bytes : optional
+        Either one runs the program as pure tasks on storage blocks of ``block_bytes``
+        (default ``"16MiB"``) on ``backend`` (a ``DaskBackend``, ``RayBackend`` or, by default,
+        in this process): see :mod:`aliasflow.execution.distributed`.
 
     Raises
     ------
@@ -236,7 +241,10 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
         graph.check_matches(ops)
     check_all(ops)
     workers = min(workers, len(ops), MAX_WORKERS)
-    if workers <= 1:
+    if backend is not None or block_bytes is not None:
+        from .distributed.engine import run as run_blocks
+        run_blocks(ops, backend, "16MiB" if block_bytes is None else block_bytes, progress)
+    elif workers <= 1:
         run_sequential(ops, progress)
     else:
         run_parallel(ops, workers, graph, progress)

@@ -346,13 +346,11 @@ def has_internal_overlap(a) -> bool:
 
 
 def covers(a, b) -> bool:
-    """Conservatively: is ``footprint(b)`` a subset of ``footprint(a)``?
+    """Exactly: is ``footprint(b)`` a subset of ``footprint(a)``?
 
-    Never answers True wrongly; may answer False when unsure.  It is True for
-    identical normalised layouts, for a contiguous ``a`` containing ``b``'s
-    extent, for sub-boxes ``b`` of ``a`` sliced from one parent (including
-    stepped, flipped, permuted and broadcast ones), and for small ``b``
-    (at most 4096 indices), which is checked cell by cell.
+    Cheap answers first: identical normalised layouts, a contiguous ``a`` containing ``b``'s
+    extent, sub-boxes ``b`` of ``a`` sliced from one parent (a product form), a small ``b``
+    (at most 4096 indices) checked cell by cell; anything else is decided by isl.
 
     Examples
     --------
@@ -383,6 +381,23 @@ def covers(a, b) -> bool:
             cells = enumerate_nf(nb[:3])
             return bool(member_mask(na[:3], cells).all())
         except (OverflowError, TooLargeError):
-            return False
-    return False
+            pass
+    return _isl_subset(nb, na)
+
+
+def _isl_set(nf, isl):
+    """The cells of a normal form as an isl set ``{ [c] : exists x in the box: c = o + s.x }``."""
+    off, strides, sizes = nf[0], nf[1], nf[2]
+    xs = [f"x{i}" for i in range(len(strides))]
+    if not xs:
+        return isl.Set(f"{{ [c] : c = {off} }}")
+    body = " + ".join(f"{s} {x}" for s, x in zip(strides, xs))
+    box = " and ".join(f"0 <= {x} <= {n - 1}" for x, n in zip(xs, sizes))
+    return isl.Set(f"{{ [c] : exists ({', '.join(xs)} : c = {off} + {body} and {box}) }}")
+
+
+def _isl_subset(nb, na) -> bool:
+    """Exactly (isl's Presburger arithmetic): are ``nb``'s cells among ``na``'s?"""
+    import islpy as isl
+    return bool(_isl_set(nb, isl).is_subset(_isl_set(na, isl)))
 

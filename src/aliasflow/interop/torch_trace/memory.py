@@ -1,0 +1,163 @@
+"""Storages seen by a trace, by address range and lifetime, and tensor references into them.
+
+A torch storage is known by its ``StorageImpl`` (``untyped_storage()._cdata``). The tracer
+holds a C++ *weak* reference to each one (``StorageWeakRef``): its bytes are freed as usual
+(allocator reuse is not changed) but the ``StorageImpl`` object itself is not, so its address
+cannot name a different storage while the trace lives. A storage whose data pointer or size
+changes (``resize_``, an ``out=`` argument grown by the op) starts a new generation. Every
+generation is a :class:`StorageGen`: one aliasflow storage at its real address range.
+"""
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from math import prod
+
+import numpy as np
+
+
+@contextmanager
+def no_gc():
+    """Pause the cyclic GC: building and analysing a trace makes many small objects and
+    frees none, and repeated full collections over them would dominate the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class StorageGen:
+    """One lifetime of one address range: ``address``, ``nbytes``, who made it, its bytes
+    when the trace first saw it (``snapshot``, for replay) and at the end (``final``)."""
+
+    __slots__ = ("id", "address", "nbytes", "creator", "first_op", "snapshot",
+                 "final", "weak", "alive_at_end", "region", "region_start", "aliases")
+
+    def __init__(self, id_: int, address: int, nbytes: int, creator, first_op, weak):
+        self.id = id_
+        self.address = address
+        self.nbytes = nbytes
+        self.creator = creator        # index of the op that allocated it, None if it existed
+        self.first_op = first_op      # index of the first op that touched it
+        self.snapshot = None          # UntypedStorage copy taken at first sight (None: created)
+        self.final = None             # UntypedStorage copy at the end of the trace (if alive)
+        self.weak = weak              # the StorageImpl's address, held by a weak reference
+        self.alive_at_end = False
+        self.region = None            # the aliasflow tensor holding this address range
+        self.region_start = 0
+        self.aliases = frozenset()    # ids of older generations alive and overlapping it
+
+    def reuses(self, older: "StorageGen") -> bool:
+        """Does this generation occupy memory ``older`` had before it was freed? A storage
+        the trace saw allocated never overlaps a live one; one it first saw as an argument
+        (``from_numpy``, ``from_blob``) may, and then it aliases it instead."""
+        return older is not self and older.id not in self.aliases
+
+    @property
+    def name(self) -> str:
+        return f"s{self.id}"
+
+    @property
+    def end(self) -> int:
+        return self.address + self.nbytes
+
+    def __repr__(self) -> str:
+        made = "existing" if self.creator is None else f"made by op {self.creator}"
+        return (f"StorageGen({self.name}, 0x{self.address:x}+{self.nbytes}, {made})")
+
+
+class Ref:
+    """A tensor as the trace saw it: storage generation, element offset, sizes, strides,
+    dtype (and the conj/neg bits, which replay restores). Holds no torch memory."""
+
+    __slots__ = ("gen", "offset", "sizes", "strides", "dtype", "itemsize", "conj", "neg",
+                 "parent", "_key")
+
+    def __init__(self, gen, offset, sizes, strides, dtype, itemsize, conj=False, neg=False,
+                 parent=None):
+        self.gen = gen
+        self.offset = offset
+        self.sizes = sizes
+        self.strides = strides
+        self.dtype = dtype
+        self.itemsize = itemsize
+        self.conj = conj
+        self.neg = neg
+        self.parent = parent   # the argument's view, when this is a piece of what it wrote
+        self._key = None
+
+    @property
+    def start(self) -> int:
+        """Address of element ``(0, ..., 0)``."""
+        return self.gen.address + self.offset * self.itemsize
+
+    @property
+    def numel(self) -> int:
+        return prod(self.sizes)
+
+    def byte_layout(self):
+        """``(start address, shape, stride)`` in bytes, canonical: size-1 dims dropped and
+        dims that continue each other merged, the element's bytes as the last dim. Two refs
+        with equal layouts and dtypes touch the same bytes in the same order."""
+        if self._key is None:
+            k = self.itemsize
+            if 0 in self.sizes:
+                self._key = (0, (0,), (1,))
+                return self._key
+            dims = [(n, s * k) for n, s in zip(self.sizes, self.strides) if n != 1]
+            dims.append((k, 1))
+            merged = [dims[0]]
+            for n, s in dims[1:]:
+                pn, ps = merged[-1]
+                if ps == s * n:
+                    merged[-1] = (pn * n, s)
+                else:
+                    merged.append((n, s))
+            self._key = (self.start, tuple(n for n, _ in merged), tuple(s for _, s in merged))
+        return self._key
+
+    def same_elements(self, other: "Ref") -> bool:
+        """The very same elements in the same order, read as the same dtype."""
+        return self.dtype == other.dtype and self.byte_layout() == other.byte_layout()
+
+    @property
+    def through(self) -> "Ref":
+        """The view the program passed (the whole argument for a data-dependent piece)."""
+        return self.parent or self
+
+    def describe(self) -> str:
+        dt = str(self.dtype).replace("torch.", "")
+        return (f"{self.gen.name}[{dt} {tuple(self.sizes)} stride {tuple(self.strides)} "
+                f"offset {self.offset}]")
+
+    def __repr__(self) -> str:
+        return f"Ref({self.describe()})"
+
+
+def element_starts(ref: Ref) -> np.ndarray:
+    """Start address of every element index of ``ref`` (with repeats), by brute force."""
+    addr = np.full((), ref.start, dtype=np.int64)
+    for n, s in zip(ref.sizes, ref.strides):
+        addr = np.add.outer(addr, np.arange(n, dtype=np.int64) * (s * ref.itemsize))
+    return addr.reshape(-1)
+
+
+def byte_footprint(ref: Ref) -> np.ndarray:
+    """Sorted distinct byte addresses ``ref`` touches, by brute force."""
+    starts = element_starts(ref)
+    return np.unique(np.add.outer(starts, np.arange(ref.itemsize, dtype=np.int64)))
+
+
+def may_overlap_internally(sizes, strides) -> bool:
+    """False when the dims provably never map two indices to one element (each stride, in
+    increasing order, steps past everything the smaller ones reach); True means "check"."""
+    dims = sorted((abs(s), n) for n, s in zip(sizes, strides) if n > 1)
+    reach = 0
+    for s, n in dims:
+        if s <= reach:
+            return True
+        reach += s * (n - 1)
+    return False

@@ -1,0 +1,95 @@
+"""``aliasflow trace`` on scripts, and the HTML page (in headless chromium when present)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+EXAMPLE = ROOT / "examples" / "trace_silent_wrong.py"
+
+
+def trace(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "aliasflow.cli", "trace", *map(str, args)],
+                          capture_output=True, text=True, env=ENV, cwd=cwd, timeout=300)
+
+
+EXPECTED = [  # (kind, aten ops, count, line) for examples/trace_silent_wrong.py
+    ("in-op-overlap", ["aten.sub_.Tensor"], 3, 9),
+    ("in-op-overlap", ["aten.div_.Tensor"], 12, 12),
+    ("in-op-overlap", ["aten.add_.Tensor"], 9, 16),
+    ("in-op-overlap", ["aten.copy_.default"], 30, 19),
+    ("in-op-overlap", ["aten.add.out"], 4, 23),
+    ("self-overlap-write", ["aten.add_.Tensor"], 6, 28),
+]
+
+
+def test_script_json():
+    out = trace("--json", EXAMPLE)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)          # the script's own prints went to stderr
+    got = [(f["kind"], f["aten"], f["count"], int(f["lines"][0].rsplit(":", 1)[1]))
+           for f in data["findings"]]
+    assert got == EXPECTED
+    assert [f["failed"] != [] for f in data["findings"]] == [False] * 4 + [True, False]
+    assert "refused:" in out.stderr
+
+
+def test_script_text_and_argv(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, torch\nprint('argv', sys.argv[1:])\n"
+                      "a = torch.ones(3, 4)\na -= a[:, :1]\n"
+                      "if '--fail' in sys.argv:\n    raise SystemExit(3)\n"
+                      "if '--boom' in sys.argv:\n    raise ValueError('boom')\n")
+    out = trace(script, "--json", "x")       # after the script: the script's argv
+    assert out.returncode == 0
+    assert "argv ['--json', 'x']" in out.stdout
+    assert f"{script}:4: a -= a[:, :1]" in out.stdout
+    assert "in-op-overlap: aten.sub_.Tensor (#2): 3 element(s)" in out.stdout
+    assert trace(script, "--fail").returncode == 3
+    boom = trace(script, "--boom")
+    assert boom.returncode == 1 and "ValueError: boom" in boom.stderr
+    missing = trace(tmp_path / "nope.py")
+    assert missing.returncode != 0 and "no such script" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def _html(tmp_path):
+    page = tmp_path / "report.html"
+    out = trace("--html", page, "--json", EXAMPLE)
+    assert out.returncode == 0, out.stderr
+    return page, json.loads(out.stdout)
+
+
+def test_html_is_self_contained(tmp_path):
+    page, data = _html(tmp_path)
+    html = page.read_text()
+    assert not re.search(r"https?://", html)
+    assert not re.search(r"""(src|href)\s*=|@import|url\(|<script""", html, re.I)
+    assert html.count('class="finding"') == len(data["findings"]) == len(EXPECTED)
+    assert "<svg" in html and html.count('class="grid"') == len(EXPECTED)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium binary")
+def test_html_in_headless_chromium(tmp_path):
+    page, data = _html(tmp_path)
+    profile = tmp_path / "profile"
+    dom = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
+         "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    rows = re.findall(r'<tr class="finding" id="finding-\d+" data-kind="([^"]+)" '
+                      r'data-count="(\d+)" data-ops="([^"]+)"', dom)
+    assert rows == [(f["kind"], str(f["count"]), " ".join(f["ops"])) for f in data["findings"]]
+    shot = tmp_path / "shot.png"
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                    f"--user-data-dir={profile}", f"--screenshot={shot}",
+                    "--window-size=1000,1600", page.as_uri()],
+                   capture_output=True, timeout=120)
+    assert shot.stat().st_size > 10_000   # it rendered something
