@@ -21,6 +21,7 @@ from .analysis.races import find_races
 from .analysis.schedule import DependencyGraph
 from .core.errors import AliasflowError, ExecutionError
 from .core.program import Program
+from .execution.checks import check_all
 from .execution.runner import run as run_ops
 from .seeds import ERRATUM, complex_example, simple_example
 
@@ -195,6 +196,7 @@ def run_cmd(
             from .execution.distributed.engine import run as run_blocks
             from .execution.distributed.plan import parse_bytes
             size = parse_bytes(block_bytes or "16MiB")  # refused before a cluster starts
+            check_all(program.ops)  # so is a program that cannot run
             with open_backend(backend or "local", address) as engine:
                 start = time.perf_counter()
                 with _budget(max_work), _progress(f"running on {backend or 'local'}",
