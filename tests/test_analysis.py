@@ -71,12 +71,13 @@ def test_a_record_cut_in_two_yields_one_dependency():
 
 
 def test_dot_styles_edges_by_kind():
+    # "\\n" is DOT's line break inside a label (names themselves are escaped)
     dot = af.analyze(complex_example().ops).to_dot()
-    assert ('fill_op_a -> transform_op_a [label="RAW implicit\nviewA1 -> viewA2" '
+    assert ('fill_op_a -> transform_op_a [label="RAW implicit\\nviewA1 -> viewA2" '
             'color=red style=solid]') in dot
-    assert ('fill_op_a -> transform_op_a [label="WAW implicit\nviewA1 -> viewA3" '
+    assert ('fill_op_a -> transform_op_a [label="WAW implicit\\nviewA1 -> viewA3" '
             'color=red style=dashed]') in dot
-    assert ('transform_op_a -> transform2_op_a [label="RAW\nviewA3 -> viewA3" '
+    assert ('transform_op_a -> transform2_op_a [label="RAW\\nviewA3 -> viewA3" '
             'color=black style=solid]') in dot
 
 

@@ -101,13 +101,15 @@ def test_parallel_failure_stops_new_ops_and_names_the_op():
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_failure_keeps_earlier_effects(workers):
+def test_an_op_that_cannot_run_is_refused_before_any_runs(workers):
+    # Issue 10: checked before running, so the earlier fill has not written either.
     t = af.Tensor("T", (4,), "float64")
     ops = [af.FillOperation("ok", 3.0).set_outputs(t[:2]),
            af.TransformOperation("bad").set_inputs(t[:2]).set_outputs(t[:2].broadcast_to((3, 2)))]
-    with pytest.raises(af.ExecutionError, match="'bad'.*ambiguous"):
+    with pytest.raises(af.ExecutionError, match="'bad'.*ambiguous") as info:
         af.run(ops, workers=workers)
-    assert t.data.tolist() == [3.0, 3.0, 0.0, 0.0]
+    assert isinstance(info.value, af.AliasflowError)
+    assert t.data.tolist() == [0.0, 0.0, 0.0, 0.0]
 
 
 def test_many_failures_report_the_earliest_and_never_hang():

@@ -27,6 +27,9 @@ from .analysis.schedule import DependencyGraph
 from .analysis.flow import Flow, value_flow
 from .analysis.races import find_races
 from .execution.runner import run
+from .execution.checks import OpRefused
+from .solver import UndecidedOverlapWarning, WorkBudget
+from .analysis.budget import work_budget
 
 __version__ = "0.1.0"
 
@@ -56,4 +59,5 @@ __all__ = [
     "has_internal_overlap",
     "compute_view_footprint", "Dependency", "analyze", "analyze_dependencies",
     "DependencyGraph", "Flow", "value_flow", "find_races", "run",
+    "OpRefused", "work_budget", "WorkBudget", "UndecidedOverlapWarning",
 ]

@@ -11,15 +11,17 @@ from typing import Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import render
+from . import render, solver
 from .analysis.dependencies import analyze, analyze_dependencies
 from .analysis.flow import value_flow
 from .analysis.races import find_races
 from .analysis.schedule import DependencyGraph
 from .core.errors import AliasflowError, ExecutionError
 from .core.program import Program
+from .execution.checks import check_all
 from .execution.runner import run as run_ops
 from .seeds import ERRATUM, complex_example, simple_example
 
@@ -29,6 +31,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 console = Console(width=None if sys.stdout.isatty() else 120)
 errors = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 PROGRESS_MIN_OPS = 2000  # below this, work is instant and a bar is noise
+MAX_TABLE_ROWS = 200  # longer tables are cut (a terminal is no place for 100,000 rows)
 
 
 @contextmanager
@@ -37,11 +40,43 @@ def _clean_errors():
     try:
         yield
     except (ValueError, ExecutionError, OSError, MemoryError) as exc:  # AliasflowError too
-        errors.print(f"[bold red]error:[/] {exc}".replace("\n", "\n  "), highlight=False)
+        errors.print(f"[bold red]error:[/] {escape(_text(exc))}".replace("\n", "\n  "),
+                     highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     except KeyboardInterrupt:
         errors.print("[bold red]interrupted[/]")
         raise typer.Exit(130)
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except Exception as exc:  # a bug of ours: still one line, never a traceback
+        errors.print(f"[bold red]internal error:[/] {escape(type(exc).__name__)}: "
+                     f"{escape(_text(exc))} (please report this)", highlight=False,
+                     soft_wrap=True)
+        raise typer.Exit(2)
+
+
+def _text(exc: BaseException) -> str:
+    """The message, printable whatever it holds (lone surrogates are shown escaped)."""
+    text = str(exc) or type(exc).__name__
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+MAX_WORK_HELP = ("Bound the exact overlap solver's work per question (isl operations, e.g. "
+                 "100000); undecided pairs count as overlapping and are reported.")
+
+
+@contextmanager
+def _budget(max_work: Optional[int]):
+    """Run the block under a work budget, then say on stderr what it left undecided."""
+    if max_work is None:
+        yield
+        return
+    with solver.work_budget(max_work, warn=False) as budget:
+        yield
+    if budget.undecided:
+        errors.print(f"warning: {len(budget.undecided)} overlap question(s) not decided within "
+                     f"--max-work {max_work}; treated as overlapping (extra edges, none "
+                     f"missing)", markup=False, highlight=False, soft_wrap=True)
 
 
 def _load(path: Path) -> Program:
@@ -50,9 +85,9 @@ def _load(path: Path) -> Program:
 
 
 @contextmanager
-def _progress(label: str, total: int, always: bool = False):
+def _progress(label: str, total: int, minimum: int = 0, always: bool = False):
     """A progress bar for long work (many ops, or ``always``), else nothing."""
-    if total < PROGRESS_MIN_OPS and not always:
+    if total < (minimum or PROGRESS_MIN_OPS) and not always:
         yield None
         return
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -110,12 +145,13 @@ def analyze_cmd(
     complete: bool = typer.Option(False, "--complete",
                                   help="Every conflicting pair (quadratic; small programs)."),
     elements: bool = typer.Option(False, "--elements", help="Include shared elements in JSON."),
+    max_work: Optional[int] = typer.Option(None, "--max-work", min=1, help=MAX_WORK_HELP),
 ) -> None:
     """Dependencies between the ops of FILE: table, levels and summary."""
     with _clean_errors():
         program = _load(file)
         start = time.perf_counter()
-        with _progress("analysing", len(program.ops)) as progress:
+        with _budget(max_work), _progress("analysing", len(program.ops)) as progress:
             graph = analyze(program.ops, complete=complete, progress=progress)
         seconds = time.perf_counter() - start
         if dot is not None:
@@ -129,12 +165,12 @@ def analyze_cmd(
         shared = render.shared_memory_table(program)
         if shared is not None:
             console.print(shared)
-        if len(graph.dependencies) <= 200:
+        if len(graph.dependencies) <= MAX_TABLE_ROWS:
             console.print(render.dependency_table(graph))
             console.print(render.levels_text(graph))
-        console.print(_summary(graph, seconds), highlight=False)
+        console.print(_summary(graph, seconds), highlight=False, markup=False)
         if dot is not None:
-            console.print(f"wrote {dot}")
+            console.print(f"wrote {dot}", markup=False)
 
 
 @app.command("run")
@@ -142,6 +178,7 @@ def run_cmd(
     file: Path = typer.Argument(..., help="Program file (JSON)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Threads (1: program order)."),
     save: Optional[Path] = typer.Option(None, "--save", help="Save tensors and results (.npz)."),
+    max_work: Optional[int] = typer.Option(None, "--max-work", min=1, help=MAX_WORK_HELP),
     backend: Optional[str] = typer.Option(
         None, "--backend", help="dask|ray|local: run as tasks on storage blocks."),
     address: Optional[str] = typer.Option(
@@ -151,21 +188,24 @@ def run_cmd(
 ) -> None:
     """Execute FILE and print the final tensors and the results of ops without outputs."""
     with _clean_errors():
+        if save is not None:  # before running, so a bad path wastes no work
+            _check_save_path(save)
         program = _load(file)
         if backend is not None or block_bytes is not None or address is not None:
             from .execution.distributed.connect import open_backend
             from .execution.distributed.engine import run as run_blocks
             from .execution.distributed.plan import parse_bytes
             size = parse_bytes(block_bytes or "16MiB")  # refused before a cluster starts
+            check_all(program.ops)  # so is a program that cannot run
             with open_backend(backend or "local", address) as engine:
                 start = time.perf_counter()
-                with _progress(f"running on {backend or 'local'}", len(program.ops),
-                               always=True) as progress:
+                with _budget(max_work), _progress(f"running on {backend or 'local'}",
+                                                  len(program.ops), always=True) as progress:
                     run_blocks(program.ops, engine, size, progress)
                 seconds = time.perf_counter() - start
         else:
             start = time.perf_counter()
-            with _progress("running", len(program.ops)) as progress:
+            with _budget(max_work), _progress("running", len(program.ops)) as progress:
                 run_ops(program.ops, workers=workers, progress=progress)
             seconds = time.perf_counter() - start
         arrays = {f"tensor:{name}": t.data for name, t in program.tensors.items()}
@@ -175,10 +215,24 @@ def run_cmd(
             console.print(render.array_text(name, array), highlight=False)
         how = f"on {backend or 'local'} in blocks" if backend or block_bytes or address \
             else f"with {workers} worker(s)"
-        console.print(f"ran {len(program.ops)} ops {how} in {seconds * 1e3:.1f} ms")
+        console.print(f"ran {len(program.ops)} ops {how} in {seconds * 1e3:.1f} ms",
+                      markup=False)
         if save is not None:
-            np.savez(save, **arrays)
-            console.print(f"wrote {save}")
+            target = save if save.suffix == ".npz" else save.with_name(save.name + ".npz")
+            with open(target, "wb") as f:  # np.savez adds ".npz" to names without it
+                np.savez(f, **arrays)
+            console.print(f"wrote {target}", markup=False)
+
+
+def _check_save_path(save: Path) -> None:
+    target = save if save.suffix == ".npz" else save.with_name(save.name + ".npz")
+    for path in {save, target}:
+        if path.is_dir():
+            raise AliasflowError(f"--save {save}: {path} is a directory; give a file name "
+                                 f"such as {path / 'out.npz'}")
+    parent = target.parent
+    if not parent.is_dir():
+        raise AliasflowError(f"--save {save}: directory {parent} does not exist")
 
 
 @app.command("plan")
@@ -231,18 +285,26 @@ def races(file: Path = typer.Argument(..., help="Program file (JSON)."),
                                             help="OP=STREAM: run OP on STREAM (repeatable)."),
           edge: list[str] = typer.Option([], "--edge", "-e",
                                          help="A:B: op A happens before op B (repeatable)."),
+          max_work: Optional[int] = typer.Option(None, "--max-work", min=1, help=MAX_WORK_HELP),
           ) -> None:
     """Conflicts that an intended ordering leaves unordered (ops on one stream run in program
     order; ops on no stream are on streams of their own)."""
     with _clean_errors():
         program = _load(file)
         streams = dict(_pairs(stream, "=", "--stream"))
-        found = find_races(program.ops, streams=streams, edges=_pairs(edge, ":", "--edge"))
-        graph = DependencyGraph([op.name for op in program.ops], found)
+        # quadratic at worst: a bar from a few hundred ops on
+        with _budget(max_work), \
+                _progress("checking races", len(program.ops), minimum=200) as progress:
+            found = find_races(program.ops, streams=streams,
+                               edges=_pairs(edge, ":", "--edge"), progress=progress)
         if found:
-            console.print(render.dependency_table(graph, f"{len(found)} races"))
+            shown = found[:MAX_TABLE_ROWS]
+            graph = DependencyGraph([op.name for op in program.ops], shown)
+            title = f"{len(found)} races" + (f" (the first {len(shown)} shown)"
+                                             if len(shown) < len(found) else "")
+            console.print(render.dependency_table(graph, title))
             raise typer.Exit(1)
-        console.print("no races: every conflicting pair is ordered")
+        console.print("no races: every conflicting pair is ordered", markup=False)
 
 
 @app.command()

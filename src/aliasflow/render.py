@@ -3,16 +3,23 @@ from __future__ import annotations
 
 import numpy as np
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from .analysis.overlap import check_memory_overlap
 from .core.program import Program
 from .core.storage import memory_groups
+from .solver import TooLargeError, UndecidedError
 
 MARKS = "abcdefghijklmnopqrstuvwxyz"
 STYLES = ["bold red", "bold green", "bold blue", "bold magenta", "bold cyan", "bold yellow"]
 MAX_GRID = 1024  # storages larger than this are summarised, not drawn
+
+
+def _cells(*values) -> list[Text]:
+    """Table cells as plain Text: names may hold anything, Rich markup included."""
+    return [Text(str(v)) for v in values]
 
 
 def grid(program: Program, tensor_name: str) -> Group | Text:
@@ -53,13 +60,13 @@ def footprint_table(program: Program) -> Table:
     for v in program.views.values():
         fp = v.footprint() if v.size <= 64 else None
         shown = " ".join(map(str, fp.tolist())) if fp is not None else f"{v.size} indices"
-        table.add_row(v.name, v.tensor.name, str(v.offset), str(v.shape), str(v.stride), shown)
+        table.add_row(*_cells(v.name, v.tensor.name, v.offset, v.shape, v.stride, shown))
     return table
 
 
 def dependency_table(graph, title: str = "Dependencies", elements: bool = True,
                      max_elements: int = 16) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=escape(title), title_justify="left")
     for col in ("from", "to", "kind", "how", "through"):
         table.add_column(col, no_wrap=True)
     if elements:
@@ -68,10 +75,14 @@ def dependency_table(graph, title: str = "Dependencies", elements: bool = True,
         row = [d.src, d.dst, d.kind, "implicit" if d.implicit else "explicit",
                f"{d.src_view} / {d.dst_view}" if d.implicit else d.src_view]
         if elements:
-            n = d.count
-            shown = d.overlap.elements(limit=max_elements).tolist() if n <= max_elements else None
-            row.append(" ".join(map(str, shown)) if shown is not None else f"{n} elements")
-        table.add_row(*row)
+            try:
+                n = d.count
+                shown = d.overlap.elements(limit=max_elements).tolist() \
+                    if n <= max_elements else None
+                row.append(" ".join(map(str, shown)) if shown is not None else f"{n} elements")
+            except (TooLargeError, UndecidedError):  # too many to count, or undecided
+                row.append("(too many to count)")
+        table.add_row(*_cells(*row))
     if not graph.dependencies:
         table.add_row("-", "-", "-", "-", "-", *(["-"] if elements else []))
     return table
@@ -84,13 +95,13 @@ def levels_text(graph) -> Text:
 
 
 def flow_table(flows, title: str, max_elements: int = 16) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=escape(title), title_justify="left")
     for col in ("reads", "from", "count", "elements"):
         table.add_column(col)
     for f in flows:
         shown = (" ".join(map(str, f.elements.tolist())) if f.count <= max_elements
                  else f"{f.count} elements")
-        table.add_row(f.view, f.writer or "(initial contents)", str(f.count), shown)
+        table.add_row(*_cells(f.view, f.writer or "(initial contents)", f.count, shown))
     return table
 
 

@@ -341,7 +341,7 @@ def analyze(ops, complete: bool = False, minimal: bool = False, progress=None
     finally:
         if enabled:
             gc.enable()
-    return DependencyGraph([op.name for op in ops], deps)
+    return DependencyGraph(ops, deps)  # the ops themselves: run() checks a graph fits them
 
 
 def analyze_dependencies(ops) -> dict[str, list[str]]:

@@ -1,10 +1,27 @@
 """The dependency graph and what a scheduler asks of it: levels, order, critical path, DOT."""
 from __future__ import annotations
 
+import math
+import numbers
 from collections import Counter
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from ..core.errors import AliasflowError
+
+
+def _cost(name: str, value) -> float:
+    """An op's cost as a float: a real number that is not NaN, else AliasflowError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise AliasflowError(f"cost of op {name!r} must be a number, got {value!r:.60}")
+    try:
+        weight = float(value)
+    except (OverflowError, ValueError):
+        raise AliasflowError(f"cost of op {name!r} is too large for a float") from None
+    if math.isnan(weight):
+        raise AliasflowError(f"cost of op {name!r} is NaN")
+    return weight
 
 
 class DependencyGraph:
@@ -14,8 +31,15 @@ class DependencyGraph:
     topological order.
     """
 
-    def __init__(self, ops: list[str], dependencies: list):
-        self.ops = list(ops)
+    def __init__(self, ops: list, dependencies: list):
+        ops = list(ops)
+        # Given the Operations themselves, the graph remembers them and their views, so a
+        # runner can refuse a graph analysed from a different (or since changed) op list.
+        self._source = None
+        if ops and not isinstance(ops[0], str):
+            self._source = [(op, tuple(op.input_views), tuple(op.output_views)) for op in ops]
+            ops = [op.name for op in ops]
+        self.ops = ops
         self.dependencies = list(dependencies)
         self._position = {name: k for k, name in enumerate(self.ops)}
         # Ops without edges share one empty tuple: a million ops need no million empty sets.
@@ -29,11 +53,33 @@ class DependencyGraph:
         self._preds: list = [preds.get(k, ()) for k in range(len(self.ops))]
         self._succs: list = [succs.get(k, ()) for k in range(len(self.ops))]
 
+    def check_matches(self, ops) -> None:
+        """Refuse (:class:`AliasflowError`) when ``ops`` are not the op list this graph was
+        analysed from: other names or length, other op objects, or views changed since."""
+        names = [op.name for op in ops]
+        if names != self.ops:
+            if len(names) != len(self.ops):
+                raise AliasflowError(f"the graph was analysed from {len(self.ops)} ops, not "
+                                     f"these {len(names)}")
+            k = next(k for k, (a, b) in enumerate(zip(names, self.ops)) if a != b)
+            raise AliasflowError(f"the graph was analysed from a different op list: op {k} "
+                                 f"is {self.ops[k]!r} there and {names[k]!r} here")
+        if self._source is None:
+            return
+        for op, (old, ins, outs) in zip(ops, self._source):
+            if op is not old:
+                raise AliasflowError(f"the graph was analysed from a different op list: op "
+                                     f"{op.name!r} is another object with the same name")
+            if len(ins) != len(op.input_views) or len(outs) != len(op.output_views) or any(
+                    a is not b for a, b in zip(ins + outs, op.input_views + op.output_views)):
+                raise AliasflowError(f"op {op.name!r} has other views than when the graph "
+                                     f"was analysed; analyse again")
+
     def _index(self, op) -> int:
         name = getattr(op, "name", op)
         try:
             return self._position[name]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: not even hashable
             raise AliasflowError(f"no op named {name!r} in this graph") from None
 
     def _names(self, indices) -> list[str]:
@@ -82,9 +128,12 @@ class DependencyGraph:
         if cost is None:
             weight = [1.0] * len(self.ops)
         elif isinstance(cost, Mapping):
-            weight = [float(cost.get(name, 1.0)) for name in self.ops]
+            weight = [_cost(name, cost.get(name, 1.0)) for name in self.ops]
+        elif callable(cost):
+            weight = [_cost(name, cost(name)) for name in self.ops]
         else:
-            weight = [float(cost(name)) for name in self.ops]
+            raise AliasflowError(f"cost must be a mapping or a callable from op name to "
+                                 f"number, got {type(cost).__name__}")
         if not self.ops:
             return 0.0, []
         best = [0.0] * len(self.ops)
@@ -111,13 +160,18 @@ class DependencyGraph:
         """Graphviz DOT source: RAW solid, WAR and WAW dashed, implicit edges red and labelled."""
         import graphviz
 
-        dot = graphviz.Digraph(name, graph_attr={"rankdir": "LR"},
+        # graphviz gives backslashes a meaning (\n, \l): names are escaped so any name,
+        # a trailing backslash included, reads back as itself
+        esc = graphviz.escape
+        dot = graphviz.Digraph(esc(name), graph_attr={"rankdir": "LR"},
                                node_attr={"shape": "box", "fontname": "monospace"})
         for op in self.ops:
-            dot.node(op)
+            dot.node(esc(op))
         for d in self.dependencies:
-            label = d.kind + (" implicit" if d.implicit else "") + f"\n{d.src_view} -> {d.dst_view}"
-            dot.edge(d.src, d.dst, label=label,
+            label = graphviz.nohtml(
+                esc(d.kind + (" implicit" if d.implicit else "")) + "\\n"
+                + esc(f"{d.src_view} -> {d.dst_view}"))
+            dot.edge(esc(d.src), esc(d.dst), label=label,
                      style="solid" if d.kind == "RAW" else "dashed",
                      color="red" if d.implicit else "black")
         return dot.source

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import AliasflowError
+from .errors import AliasflowError, ExecutionError
 from .functions import resolve
+from .values import fit_scalar
 from .view import TensorView
 
 
@@ -95,7 +96,14 @@ class Operation:
         # Inputs are read (the kernel runs to completion) before any output is written; only
         # a result that still aliases an output (a kernel returning a view) must be copied.
         inputs = [v.numpy() for v in self.input_views]
-        value = np.asarray(self.compute(inputs))
+        try:
+            value = np.asarray(self.compute(inputs))
+        except (AliasflowError, ExecutionError):
+            raise
+        except Exception as exc:  # a user kernel's bug: say whose, keep the original chained
+            kernel = getattr(self, "fn_name", None) or type(self).__name__ + ".compute"
+            raise ExecutionError(self.name, f"kernel {kernel!r} raised "
+                                            f"{type(exc).__name__}: {exc}") from exc
         arrays = [out._ndarray() for out in self.output_views]
         # ...and a result kept in op.result must not change when later ops write its storage
         if any(np.may_share_memory(value, arr) for arr in (arrays or inputs)):
@@ -149,12 +157,14 @@ class FillOperation(Operation):
     def compute(self, values):
         return np.asarray(self.fill_value)
 
-    def execute(self) -> None:
+    def check_value(self) -> None:
+        """Refuse a fill value that does not fit an output's dtype (see core.values)."""
         for out in self.output_views:
-            cast = np.asarray(self.fill_value).astype(out.dtype)
-            if not (cast == self.fill_value or np.isnan(self.fill_value)):
-                raise AliasflowError(f"op {self.name!r}: fill_value {self.fill_value!r} is not "
-                                     f"representable in {out.name!r} of dtype {out.dtype}")
+            fit_scalar(self.fill_value, out.dtype, f"op {self.name!r}: fill_value for output "
+                                                   f"{out.name!r}")
+
+    def execute(self) -> None:
+        self.check_value()
         super().execute()
 
 

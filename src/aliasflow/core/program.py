@@ -13,7 +13,11 @@ from .view import TensorView
 def check_ops(ops: Iterable[Operation]) -> list[Operation]:
     """Return ``ops`` as a list after checking they are ops (or op records) with distinct
     names."""
-    ops = list(ops)
+    try:
+        ops = list(ops)
+    except TypeError:
+        raise AliasflowError(f"expected a list of Operations, got {type(ops).__name__}") \
+            from None
     seen: set[str] = set()
     for i, op in enumerate(ops):
         if not isinstance(op, (Operation, OpRecord)):

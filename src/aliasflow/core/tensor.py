@@ -7,6 +7,7 @@ import numpy as np
 
 from .errors import AliasflowError
 from .storage import Storage
+from .values import MAX_DIMS, check_dtype, check_ints, check_nbytes, fit_array
 
 
 def _is_int(x) -> bool:
@@ -22,11 +23,14 @@ def _check_shape(owner: str, shape) -> tuple[int, ...]:
         dims = tuple(shape)
     except TypeError:
         raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}") from None
+    check_ints(dims, owner)
     for d in dims:
         if not _is_int(d):
             raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}")
         if d < 0:
             raise AliasflowError(f"{owner}: negative size {int(d)} in shape {dims}")
+    if len(dims) > MAX_DIMS:
+        raise AliasflowError(f"{owner}: {len(dims)} dims; NumPy supports at most {MAX_DIMS}")
     return tuple(int(d) for d in dims)
 
 
@@ -64,18 +68,19 @@ class Tensor:
         self.name = _check_name(name)
         self.shape = _check_shape(f"tensor {name!r}", shape)
         self.dtype = _check_dtype(name, dtype)
-        if data is None:
-            self.data = np.zeros(self.shape, dtype=self.dtype)
-        else:
-            try:  # cast with the target dtype in hand, so big ints and exact floats survive
-                arr = np.asarray(data, dtype=self.dtype)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise AliasflowError(f"tensor {name!r}: data cannot be read as "
-                                     f"{self.dtype}: {exc}") from exc
-            if arr.shape != self.shape:
-                raise AliasflowError(
-                    f"tensor {name!r}: data has shape {arr.shape}, expected {self.shape}")
-            self.data = np.array(arr, dtype=self.dtype, order="C", copy=True)
+        nbytes = check_nbytes(self.shape, self.dtype, f"tensor {name!r}")
+        try:
+            if data is None:
+                self.data = np.zeros(self.shape, dtype=self.dtype)
+            else:  # one rule for every value (see core.values): refuse what does not fit
+                arr = fit_array(data, self.dtype, f"tensor {name!r}: data")
+                if arr.shape != self.shape:
+                    raise AliasflowError(
+                        f"tensor {name!r}: data has shape {arr.shape}, expected {self.shape}")
+                self.data = arr
+        except MemoryError:
+            raise AliasflowError(f"tensor {name!r}: cannot allocate {nbytes} bytes for shape "
+                                 f"{self.shape} of {self.dtype}") from None
         self.storage = Storage.of_contiguous(self.data, name=name)
 
     @classmethod
@@ -108,6 +113,7 @@ class Tensor:
         _check_name(name)
         shape = _check_shape(f"tensor {name!r}", shape)
         dtype = _check_dtype(name, dtype)
+        check_nbytes(shape, dtype, f"tensor {name!r}")
         storage = Storage.reserve(prod(shape) * dtype.itemsize, name=name)
         return cls._over(name, storage, dtype, shape, _no_data(name, dtype, shape))
 
@@ -197,13 +203,7 @@ def _check_name(name) -> str:
 
 
 def _check_dtype(name: str, dtype) -> np.dtype:
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise AliasflowError(f"tensor {name!r}: unknown dtype {dtype!r}") from exc
-    if dtype.hasobject or dtype.itemsize == 0:
-        raise AliasflowError(f"tensor {name!r}: dtype {dtype} has no fixed-size elements")
-    return dtype
+    return check_dtype(dtype, f"tensor {name!r}")  # fixed-size elements, no subarray dtype
 
 
 def _no_data(name: str, dtype: np.dtype, shape: tuple) -> np.ndarray:

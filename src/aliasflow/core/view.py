@@ -9,6 +9,7 @@ from .. import solver
 from .errors import AliasflowError
 from .indexing import apply_index, nocopy_reshape, row_major_strides
 from .tensor import Tensor, _check_dtype, _check_shape, _is_int
+from .values import MAX_DIMS, check_ints
 
 _UNSET = object()
 
@@ -64,6 +65,7 @@ class TensorView:
                                  f"{type(tensor).__name__}")
         if not _is_int(offset):
             raise AliasflowError(f"{what}: offset must be an int, got {offset!r}")
+        check_ints((offset, stride if isinstance(stride, (tuple, list)) else ()), what)
         shape = tensor.shape if shape is None else _check_shape(what, shape)
         dtype = tensor.dtype if dtype is None else _check_dtype(name, dtype)
         if stride is None:
@@ -98,6 +100,9 @@ class TensorView:
         setattr_(self, "_key", None)
         if offset < 0:
             raise AliasflowError(f"view {name!r}: negative offset {offset}")
+        if len(shape) > MAX_DIMS:  # derived views come here directly
+            raise AliasflowError(f"view {name!r}: {len(shape)} dims; NumPy supports at most "
+                                 f"{MAX_DIMS}")
         # extent: (lowest, highest) element touched, or None for an empty view (in elements
         # of the tensor's dtype); kept as a plain field since every analysis reads it
         low = high = offset
@@ -248,6 +253,7 @@ class TensorView:
 
     def get_physical_index(self, indices) -> int:
         """Storage element of view index ``indices``; out-of-range indices are refused."""
+        check_ints(indices, f"view {self.name!r}: index")
         if _is_int(indices):
             indices = (indices,)
         indices = tuple(indices)
@@ -267,6 +273,9 @@ class TensorView:
         For a view whose dtype differs from its tensor's, the elements any of whose bytes
         it touches. Refuses (with an error naming the size) views larger than ``limit``.
         """
+        if limit is not None and (not _is_int(limit) or limit < 0):
+            raise AliasflowError(f"view {self.name!r}: footprint limit must be a "
+                                 f"non-negative int or None, got {limit!r}")
         unit = self.tensor.dtype.itemsize
         if self.dtype.itemsize == unit:
             return solver.footprint(self.layout, limit=limit)
@@ -281,8 +290,13 @@ class TensorView:
         if not storage.has_memory:
             raise AliasflowError(f"view {self.name!r}: tensor {self.tensor.name!r} is virtual "
                                  f"(analysis only) and has no memory to read or write")
+        # A size-1 (or empty) axis never moves, so its stride is free; NumPy needs it to fit
+        # in a byte offset, so it is normalised here (the view's own stride is unchanged).
+        empty = 0 in self.shape
         return np.ndarray(self.shape, self.dtype, buffer=storage.bytes,
-                          offset=self.byte_offset, strides=self.byte_strides)
+                          offset=0 if empty else self.byte_offset,
+                          strides=tuple(0 if empty or n == 1 else s
+                                        for n, s in zip(self.shape, self.byte_strides)))
 
     def numpy(self) -> np.ndarray:
         """An ndarray over the same memory: writes through either are seen by the other.
@@ -322,13 +336,14 @@ class TensorView:
                                 tuple(shape), tuple(stride), self.dtype)
 
     def __getitem__(self, index) -> "TensorView":
+        check_ints(index, f"view {self.name!r}: index")
         offset, shape, stride, text = apply_index(self, index)
         return self._derive(f"[{text}]", offset, shape, stride)
 
     def transpose(self, *axes) -> "TensorView":
         """Permute the axes (reverse them when none are given), like ``ndarray.transpose``."""
         if len(axes) == 1 and not _is_int(axes[0]):
-            axes = tuple(axes[0])
+            axes = _ints_tuple(self, "transpose axes", axes[0])
         if not axes:
             perm, suffix = tuple(range(self.ndim))[::-1], ".T"
         else:
@@ -360,7 +375,8 @@ class TensorView:
     def reshape(self, *shape) -> "TensorView":
         """Same elements in a new shape, without a copy; refused where NumPy would copy."""
         if len(shape) == 1 and not _is_int(shape[0]):
-            shape = tuple(shape[0])
+            shape = _ints_tuple(self, "reshape", shape[0])
+        check_ints(shape, f"view {self.name!r}: reshape")
         new_shape, new_stride = nocopy_reshape(self, shape)
         return self._derive(f".reshape{tuple(new_shape)}", self.offset, new_shape, new_stride)
 
@@ -436,16 +452,29 @@ class TensorView:
         aliasflow.core.errors.AliasflowError: view 'x.as_strided((3,), (4,), 0)': highest element 8 is outside 'x' (storage size 8; offset 0, shape (3,), stride (4,))
         """
         offset = self.offset if offset is None else offset
+        what = f"view {self.name!r}: as_strided"
+        shape = _check_shape(what, shape)  # an int means a 1-d shape, as in NumPy
+        if _is_int(stride):
+            stride = (stride,)
         try:
-            text = f".as_strided({tuple(shape)}, {tuple(stride)}, {offset})"
+            stride = None if stride is None else tuple(stride)  # None: row-major, as in NumPy
         except TypeError:
-            raise AliasflowError(f"view {self.name!r}: as_strided needs a shape and a stride "
-                                 f"(tuples of ints), got {shape!r} and {stride!r}") from None
+            raise AliasflowError(f"{what}: stride must be a tuple of ints, got {stride!r}") \
+                from None
+        text = f".as_strided({shape}, {stride}, {offset})"
         return TensorView(name or f"{self.name}{text}", self.tensor, offset, shape, stride,
                           self.dtype)
 
     def rename(self, name: str) -> "TensorView":
         return self._derive("", self.offset, self.shape, self.stride, name=name)
+
+
+def _ints_tuple(view: TensorView, what: str, value) -> tuple:
+    try:
+        return tuple(value)
+    except TypeError:
+        raise AliasflowError(f"view {view.name!r}: {what} needs a tuple of ints, got "
+                             f"{value!r}") from None
 
 
 def _axis(view: TensorView, axis) -> int:

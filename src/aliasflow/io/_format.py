@@ -9,6 +9,7 @@ VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 MAX_FILE_BYTES = 256 * 2**20
 MAX_TENSOR_BYTES = 2**32
+MAX_TOTAL_BYTES = 2**32  # all of a file's tensors together (overridable: max_total_bytes=)
 MAX_DIMS = 32
 MAX_PROBLEMS = 200  # reported in full; beyond this, a count
 _INT64 = (-2**63, 2**63 - 1)

@@ -15,13 +15,14 @@ from ..core.functions import REGISTRIES
 from ..core.primitives import OP_KINDS
 from ..core.program import Program
 from ..core.tensor import Tensor
+from ..core.values import MAX_DIMS as NUMPY_MAX_DIMS, show_value
 from ..core.view import TensorView
 from ._datafile import (DataFileError, check_data_file_name, read_data_file,
                         storage_from)
 from ._index import IndexSyntaxError, parse_index
 from ._values import DTYPES, check_scalar, parse_init, show
 from ._format import (_FAMILY_WORD, _INT64, _KEY_HINTS, DERIVATIONS, FORMAT, KIND_PARAMS,
-                      MAX_DIMS, MAX_TENSOR_BYTES, SUPPORTED_VERSIONS)
+                      MAX_DIMS, MAX_TENSOR_BYTES, MAX_TOTAL_BYTES, SUPPORTED_VERSIONS)
 
 
 # ---- JSON parsing ----------------------------------------------------------------------------
@@ -43,9 +44,47 @@ def _object_pairs(pairs):
     return obj
 
 
+MAX_INT_DIGITS = 400  # more than any field can hold (float64 tops out at 309 digits)
+
+
+def _parse_int(text: str):
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _HugeNumber(text)
+    return int(text)
+
+
+class _HugeNumber(Exception):
+    pass
+
+
+def _surrogates(value, path: str, found: list) -> None:
+    """JSON paths of strings holding lone surrogates (``"\\ud800"``): not Unicode text, so
+    such a name could be neither printed nor saved."""
+    stack = [(value, path)]
+    while stack and len(found) < 5:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                found.append(f"{path}: the string {ascii(value)[:60]} holds a lone surrogate "
+                             f"({ascii(value[exc.start])}), which is not valid Unicode text")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                stack.append((k, f"{path} (a key)"))
+                stack.append((v, f"{path}.{ascii(k)[1:-1]}"))
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
 def _parse_json(text):
     try:
-        return json.loads(text, object_pairs_hook=_object_pairs), None
+        doc = json.loads(text, object_pairs_hook=_object_pairs, parse_int=_parse_int)
+    except _HugeNumber as exc:
+        digits = len(str(exc.args[0]).lstrip("-"))
+        return None, (f"$: the file holds an integer of {digits} digits (starting "
+                      f"{exc.args[0][:20]}...); no field accepts more than "
+                      f"{MAX_INT_DIGITS} digits")
     except json.JSONDecodeError as exc:
         return None, (f"$: not valid JSON: {exc.msg} at line {exc.lineno}, "
                       f"column {exc.colno}")
@@ -53,6 +92,13 @@ def _parse_json(text):
         return None, f"$: not valid UTF-8 text: {exc}"
     except RecursionError:
         return None, "$: not usable JSON: nested too deeply"
+    except ValueError as exc:  # anything else json refuses
+        return None, f"$: not usable JSON: {exc}"
+    found: list = []
+    _surrogates(doc, "$", found)
+    if found:
+        return None, "; ".join(found)
+    return doc, None
 
 
 # ---- the loader ------------------------------------------------------------------------------
@@ -87,10 +133,12 @@ BROKEN = _Broken()
 
 
 class _Loader:
-    def __init__(self, base_dir=None):
+    def __init__(self, base_dir=None, max_total_bytes: int = MAX_TOTAL_BYTES):
         self.base_dir = base_dir  # where a data file named by the program would be
         self.data: dict | None = None  # the data file's arrays, when the program has one
         self.storages: dict = {}
+        self.max_total_bytes = max_total_bytes
+        self.total_bytes = 0  # of the tensors accepted so far: checked before allocating
         self.problems: list[str] = []
         self.tensors: dict[str, Tensor | _Broken] = {}
         self.views: dict[str, TensorView | _Broken] = {}
@@ -150,7 +198,7 @@ class _Loader:
             self.bad(path, f"expected an int, got {show(value)}")
             return None
         if not _INT64[0] <= value <= _INT64[1]:
-            self.bad(path, f"{value} does not fit in 64 bits")
+            self.bad(path, f"{show_value(value)} does not fit in 64 bits")
             return None
         if minimum is not None and value < minimum:
             word = "negative size" if minimum == 0 else f"must be at least {minimum}, got"
@@ -159,6 +207,9 @@ class _Loader:
         return value
 
     def int_list(self, value, path: str, *, minimum=None, what="ints") -> list | None:
+        if isinstance(value, list) and len(value) > NUMPY_MAX_DIMS:  # every int list is per dim
+            self.bad(path, f"{len(value)} entries; at most {NUMPY_MAX_DIMS} dims are supported")
+            return None
         if not isinstance(value, list) or any(not _is_int(v) for v in value):
             self.bad(path, f"expected a list of {what}, got {show(value)}")
             return None
@@ -240,6 +291,16 @@ class _Loader:
             return arr
         return None
 
+    def allocate(self, nbytes: int, path: str, what: str) -> bool:
+        """Count ``nbytes`` against the file's total cap, before anything is allocated."""
+        if self.total_bytes + nbytes > self.max_total_bytes:
+            self.bad(path, f"{what} of {nbytes} bytes would bring the file's memory to "
+                           f"{self.total_bytes + nbytes} bytes, more than the limit of "
+                           f"{self.max_total_bytes} (max_total_bytes)")
+            return False
+        self.total_bytes += nbytes
+        return True
+
     def storage(self, entry, path: str, seen: dict) -> None:
         if not self.object(entry, path, "a storage"):
             return
@@ -249,6 +310,9 @@ class _Loader:
             if "nbytes" in entry else None
         if nbytes is not None and nbytes > MAX_TENSOR_BYTES:
             self.bad(f"{path}.nbytes", f"{nbytes} bytes; at most {MAX_TENSOR_BYTES} are allowed")
+            nbytes = None
+        elif nbytes is not None and not self.allocate(nbytes, f"{path}.nbytes",
+                                                      f"storage {show(entry.get('name'))}"):
             nbytes = None
         init = entry.get("init", "zeros")
         contents = None
@@ -300,9 +364,13 @@ class _Loader:
         if shape is not None and dtype is not None:
             nbytes = prod(shape) * dtype.itemsize
             if nbytes > MAX_TENSOR_BYTES:
-                self.bad(f"{path}.shape", f"shape {shape} of {dtype.name} needs {nbytes} bytes; "
-                                          f"at most {MAX_TENSOR_BYTES} are allowed")
+                self.bad(f"{path}.shape", f"tensor {show(entry.get('name'))}: shape {shape} of "
+                                          f"{dtype.name} needs {nbytes} bytes; at most "
+                                          f"{MAX_TENSOR_BYTES} are allowed")
                 shape = None
+            elif "storage" not in entry and "byte_offset" not in entry and \
+                    not self.allocate(nbytes, f"{path}.shape", f"tensor {show(entry.get('name'))}"):
+                shape = None  # a tensor over a storage allocates nothing: its storage did
         description = entry.get("description")
         if description is not None and not isinstance(description, str):
             self.bad(f"{path}.description", f"expected a string, got {show(description)}")

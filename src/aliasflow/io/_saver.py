@@ -100,6 +100,16 @@ def _document(program, description, data_file):
     arrays: dict[str, np.ndarray] = {}
     if description is None:
         description = getattr(program, "description", None)
+    named = [("tensor", t.name) for t in program.tensors.values()] + \
+        [("view", v.name) for v in program.views.values()] + \
+        [("op", op.name) for op in program.ops] + \
+        ([("description", description)] if isinstance(description, str) else [])
+    for what, text in named:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            problems.append(f"{what} {ascii(text)[:60]}: holds a lone surrogate "
+                            f"({ascii(text[exc.start])}), which a UTF-8 file cannot hold")
     placement, shared = shared_memories(program.tensors.values())
     storages = []
     for name, nbytes, contents in shared:

@@ -19,7 +19,9 @@ may carry a ``"description"`` string, which is documentation only (it is not loa
 **Tensors** ``{"name", "shape", "dtype"?, "init"?}``
 
 - ``shape``: list of non-negative ints (at most 32 dims; at most ``MAX_TENSOR_BYTES`` of
-  storage, since the storage is allocated).
+  storage, since the storage is allocated). All tensors of one file together may hold at most
+  ``MAX_TOTAL_BYTES`` (4 GiB) unless the caller passes a larger ``max_total_bytes``; the sum
+  is checked before each tensor is allocated.
 - ``dtype``: one of ``bool, int8..int64, uint8..uint64, float16, float32, float64``
   (default ``"float32"``).
 - ``init``: ``"zeros"`` (default), ``"ones"``, ``"arange"`` (0, 1, 2, ... in row-major order),
@@ -69,6 +71,13 @@ the Python constructors' defaults):
 - ``binary``: ``fn`` from ``BINARY`` (default add)
 - ``reduce``: ``fn`` from ``REDUCE`` (default sum), ``axis`` (int, default -1)
 
+Every list of ints (shapes, strides, axes) has at most 64 entries (NumPy's limit on dims);
+integers have at most 400 digits; strings must be valid Unicode (no lone surrogates such as
+``"\\ud800"``). Values in ``init`` and ``fill_value`` follow the one rule of
+:mod:`aliasflow.core.values`: a value that does not fit the dtype is refused (``300`` in
+``int8``, ``1e39`` in ``float32``, an ``"arange"`` past 65504 in ``float16``); floats round to
+the nearest value of the dtype.
+
 Loading checks everything above and reports every problem it finds in one
 :class:`ProgramFileError`, one line per problem starting with its JSON path
 (``$.views[2].stride: expected a list of ints, got "x"``). It does not check that shapes fit
@@ -88,7 +97,8 @@ import os
 from pathlib import Path
 
 from ..core.program import Program
-from ._format import FORMAT, MAX_FILE_BYTES, SUPPORTED_VERSIONS, VERSION, ProgramFileError
+from ._format import (FORMAT, MAX_FILE_BYTES, MAX_TOTAL_BYTES, SUPPORTED_VERSIONS, VERSION,
+                      ProgramFileError)
 from ._loader import _Loader, _parse_json
 from ._saver import dumps_program, save_program
 
@@ -97,11 +107,12 @@ __all__ = ["load_program", "loads_program", "save_program", "dumps_program", "Pr
 
 
 # ---- public API ------------------------------------------------------------------------------
-def loads_program(text, *, source: str = "<string>",
-                  max_bytes: int = MAX_FILE_BYTES, base_dir=None) -> Program:
+def loads_program(text, *, source: str = "<string>", max_bytes: int = MAX_FILE_BYTES,
+                  base_dir=None, max_total_bytes: int = MAX_TOTAL_BYTES) -> Program:
     """Parse and validate a program file's text (``str`` or ``bytes``) into a Program.
 
     The program gets a ``description`` attribute (the file's description, or None).
+    ``max_total_bytes`` caps the memory all the file's tensors may allocate together.
     Raises :class:`ProgramFileError` listing every problem found.
     """
     if not isinstance(text, (str, bytes, bytearray)):
@@ -113,14 +124,15 @@ def loads_program(text, *, source: str = "<string>",
     doc, problem = _parse_json(text)
     if problem:
         raise ProgramFileError([problem], source)
-    loader = _Loader(None if base_dir is None else Path(os.fspath(base_dir)))
+    loader = _Loader(None if base_dir is None else Path(os.fspath(base_dir)), max_total_bytes)
     program = loader.load(doc)
     if loader.problems or program is None:
         raise ProgramFileError(loader.problems, source)
     return program
 
 
-def load_program(path, *, max_bytes: int = MAX_FILE_BYTES) -> Program:
+def load_program(path, *, max_bytes: int = MAX_FILE_BYTES,
+                 max_total_bytes: int = MAX_TOTAL_BYTES) -> Program:
     """Read, parse and validate the program file at ``path`` (see the module docstring).
 
     Raises :class:`ProgramFileError` for a file that is too large or not a valid program
@@ -133,4 +145,5 @@ def load_program(path, *, max_bytes: int = MAX_FILE_BYTES) -> Program:
                                 f"{max_bytes} bytes for program files"], str(path))
     with open(path, "rb") as f:
         data = f.read(max_bytes + 1)
-    return loads_program(data, source=str(path), max_bytes=max_bytes, base_dir=path.parent)
+    return loads_program(data, source=str(path), max_bytes=max_bytes, base_dir=path.parent,
+                         max_total_bytes=max_total_bytes)

@@ -11,7 +11,8 @@ from .api import (count_shared, covers, footprint, has_internal_overlap, interna
                   intersects, shared_cells, witness)
 from .cells import DEFAULT_LIMIT, TooLargeError
 from .layout import Layout, normalize, to_cells
-from .search import solve
+from .search import (UndecidedError, UndecidedOverlapWarning, WorkBudget, solve,
+                     work_budget)
 
 __all__ = [
     "Layout",
@@ -26,6 +27,10 @@ __all__ = [
     "has_internal_overlap",
     "covers",
     "solve",
+    "work_budget",
+    "WorkBudget",
+    "UndecidedError",
+    "UndecidedOverlapWarning",
     "TooLargeError",
     "DEFAULT_LIMIT",
 ]

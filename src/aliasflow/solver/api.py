@@ -15,12 +15,52 @@ from .cells import (DEFAULT_LIMIT, TooLargeError, enumerate_nf, member_mask,
                     membership_cost, product_cells)
 from .layout import Layout, as_triple, norm, unnormalize
 from .radix import ap_intersect, ap_subset, product_form
-from .search import solve
+from .search import Exhausted, UndecidedError, active_budget, solve
 
 __all__ = ["intersects", "witness", "count_shared", "shared_cells", "footprint",
            "internal_witness", "has_internal_overlap", "covers"]
 
 COVERS_ENUMERATION_LIMIT = 4096
+# When the cheap search gives up, layouts of at most this many indices are enumerated (exact,
+# milliseconds) before isl is asked; hostile strides on small views never reach isl.
+SMALL_ENUMERATION = 1 << 20
+_UNKNOWN = object()
+
+
+def _cells_of(nf):
+    """Cells of a normal form over its whole index box (shape ``sizes``), or None if big."""
+    off, strides, sizes, _, high = nf
+    size = 1
+    for n in sizes:
+        size *= n
+    if size > SMALL_ENUMERATION or high >= 2**62 or len(sizes) > 32:
+        return None
+    cells = np.array(off, dtype=np.int64)
+    for st, n in zip(strides, sizes):
+        cells = np.add.outer(cells, np.arange(n, dtype=np.int64) * st)
+    return cells
+
+
+def _pair_enumerated(na, nb, want):
+    """Exact answer of :func:`_pair` by enumerating both (small) layouts, else _UNKNOWN."""
+    ca, cb = _cells_of(na), _cells_of(nb)
+    if ca is None or cb is None:
+        return _UNKNOWN
+    shared, ia, ib = np.intersect1d(ca.reshape(-1), cb.reshape(-1), assume_unique=False,
+                                    return_indices=True)
+    if not shared.size:
+        return None
+    if not want:
+        return True
+    wa = [int(i) for i in np.unravel_index(int(ia[0]), ca.shape)]
+    wb = [int(i) for i in np.unravel_index(int(ib[0]), cb.shape)]
+    return wa, wb
+
+
+def _record_undecided(question, *layouts):
+    budget = active_budget()
+    if budget is not None:
+        budget.undecided.append((question, layouts))
 
 
 def _load_native():
@@ -97,7 +137,15 @@ def _pair(na, nb, want, budget=None):
             e[3] = k
     coefs = list(merged)
     terms = [(c, merged[c][0] + merged[c][1]) for c in coefs]
-    z = solve(terms, d) if budget is None else solve(terms, d, budget=budget)
+    try:
+        if budget == 0:
+            raise Exhausted  # the compiled search already ran out: no second search here
+        z = solve(terms, d, use_isl=False)
+    except Exhausted:
+        small = _pair_enumerated(na, nb, want)
+        if small is not _UNKNOWN:
+            return small
+        z = solve(terms, d, budget=0)  # isl; UndecidedError past an active work budget
     if z is None:
         return None
     if not want:
@@ -124,17 +172,22 @@ def intersects(a, b) -> bool:
     >>> intersects((0, (2, 2), (4, 1)), (8, (2, 2), (4, 1)))
     False
     """
+    budget = None
     nat = _native
     if nat is not None:
         try:
             r = nat.intersects(_exact(a), _exact(b))
         except TypeError:  # not exact tuples of ints: the general path converts them
             r = None
-        if r is not None:
-            if r is NotImplemented:
-                return _pair(_nf(a), _nf(b), False, budget=0) is not None
+        if r is NotImplemented:  # the compiled search ran out: isl next
+            budget = 0
+        elif r is not None:
             return r
-    return _pair(_nf(a), _nf(b), False) is not None
+    try:
+        return _pair(_nf(a), _nf(b), False, budget=budget) is not None
+    except UndecidedError:  # sound: an undecided pair counts as overlapping
+        _record_undecided("intersects", a, b)
+        return True
 
 
 def witness(a, b):
@@ -150,6 +203,14 @@ def witness(a, b):
     if res is None:
         return None
     return unnormalize(na[3], res[0]), unnormalize(nb[3], res[1])
+
+
+def _pair_or_unknown(na, nb):
+    """:func:`_pair` without a witness; True when undecided (the caller then counts)."""
+    try:
+        return _pair(na, nb, False)
+    except UndecidedError:
+        return True
 
 
 def _shared_general(na, nb, limit):
@@ -185,7 +246,7 @@ def count_shared(a, b, limit=None) -> int:
     4
     """
     na, nb = _nf(a), _nf(b)
-    if _pair(na, nb, False) is None:
+    if _pair_or_unknown(na, nb) is None:
         return 0
     pf = product_form(na[:3], nb[:3])
     if pf is not None:
@@ -207,7 +268,7 @@ def shared_cells(a, b, limit=None) -> np.ndarray:
     """
     limit = DEFAULT_LIMIT if limit is None else limit
     na, nb = _nf(a), _nf(b)
-    if _pair(na, nb, False) is None:
+    if _pair_or_unknown(na, nb) is None:
         return np.empty(0, dtype=np.int64)
     pf = product_form(na[:3], nb[:3])
     if pf is not None:
@@ -257,7 +318,15 @@ def _internal(off, shape, stride, budget=None):
     terms = [(s, 2 * (n - 1)) for s, _, n, _ in dims]
     ex = [n - 1 for _, _, n, _ in dims]
     d = sum(s * (n - 1) for s, _, n, _ in dims)
-    z = solve(terms, d, exclude=ex) if budget is None else solve(terms, d, ex, budget)
+    try:
+        if budget == 0:
+            raise Exhausted  # the compiled search already ran out
+        z = solve(terms, d, exclude=ex, use_isl=False)
+    except Exhausted:
+        small = _internal_enumerated(off, shape, stride)
+        if small is not _UNKNOWN:
+            return small
+        z = solve(terms, d, exclude=ex, budget=0)  # isl; UndecidedError past a work budget
     if z is None:
         return None
     x = [0] * len(shape)
@@ -268,6 +337,29 @@ def _internal(off, shape, stride, budget=None):
         x[j] = n - 1 - xp if flipped else xp
         y[j] = n - 1 - yp if flipped else yp
     return tuple(x), tuple(y)
+
+
+def _internal_enumerated(off, shape, stride):
+    size = 1
+    for n in shape:
+        size *= n
+    if size > SMALL_ENUMERATION or len(shape) > 32:
+        return _UNKNOWN
+    low = off + sum(s * (n - 1) for n, s in zip(shape, stride) if s < 0)
+    high = off + sum(s * (n - 1) for n, s in zip(shape, stride) if s > 0)
+    if max(abs(low), abs(high)) >= 2**62:
+        return _UNKNOWN
+    cells = np.array(off, dtype=np.int64)
+    for s, n in zip(stride, shape):
+        cells = np.add.outer(cells, np.arange(n, dtype=np.int64) * s)
+    flat = cells.reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    same = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+    if not same.size:
+        return None
+    i, j = int(order[same[0]]), int(order[same[0] + 1])
+    return (tuple(int(x) for x in np.unravel_index(i, cells.shape)),
+            tuple(int(x) for x in np.unravel_index(j, cells.shape)))
 
 
 def internal_witness(a):
@@ -291,17 +383,22 @@ def has_internal_overlap(a) -> bool:
     >>> has_internal_overlap((0, (4, 4), (4, 1)))
     False
     """
+    budget = None
     nat = _native
     if nat is not None:
         try:
             r = nat.has_internal_overlap(_exact(a))
         except TypeError:
             r = None
-        if r is not None:
-            if r is NotImplemented:
-                return _internal(*as_triple(a), 0) is not None
+        if r is NotImplemented:
+            budget = 0
+        elif r is not None:
             return r
-    return _internal(*as_triple(a)) is not None
+    try:
+        return _internal(*as_triple(a), budget) is not None
+    except UndecidedError:  # sound: refusing a write through it is the safe side
+        _record_undecided("has_internal_overlap", a)
+        return True
 
 
 def covers(a, b, limit=None) -> bool:

@@ -15,20 +15,86 @@ Strategy: depth-first search over the terms in decreasing coefficient order
 * a work budget; when it runs out the problem is handed to isl (``islpy``),
   whose lattice methods decide adversarial instances in milliseconds.
 
-The answer is always exact.
+The answer is always exact, unless the caller bounds the work with :func:`work_budget`: then
+isl gets at most that many operations, and a problem it cannot decide within them raises
+:class:`UndecidedError` (the public functions in :mod:`.api` treat such a pair as overlapping
+and record it in the budget's ``undecided`` list).
 """
 
 from __future__ import annotations
 
+import contextvars
+import warnings
+from contextlib import contextmanager
 from math import gcd
 
-__all__ = ["solve", "DEFAULT_BUDGET"]
+__all__ = ["solve", "DEFAULT_BUDGET", "Exhausted", "UndecidedError", "WorkBudget",
+           "work_budget", "UndecidedOverlapWarning"]
 
 DEFAULT_BUDGET = 4000
 
 
 class _Exhausted(Exception):
     pass
+
+
+Exhausted = _Exhausted  # the cheap search gave up (raised by solve(..., use_isl=False))
+
+
+class UndecidedError(ValueError):
+    """The active :func:`work_budget` ran out before the problem was decided."""
+
+
+class UndecidedOverlapWarning(UserWarning):
+    """Some overlap questions were not decided within a work budget (treated as overlaps)."""
+
+
+class WorkBudget:
+    """A bound on the exact solver's hardest step, and what it left undecided.
+
+    ``max_work`` is a number of isl operations per problem (isl's own ``max_operations``
+    counter; 10**5 is a fraction of a second to a few seconds). ``undecided`` lists
+    ``(question, layouts)`` for every question answered conservatively: two layouts treated
+    as overlapping, or a layout treated as overlapping itself.
+    """
+
+    def __init__(self, max_work: int):
+        if isinstance(max_work, bool) or not isinstance(max_work, int) or max_work < 1:
+            raise ValueError(f"max_work must be a positive int, got {max_work!r}")
+        self.max_work = max_work
+        self.undecided: list[tuple] = []
+
+    def __repr__(self) -> str:
+        return f"WorkBudget(max_work={self.max_work}, {len(self.undecided)} undecided)"
+
+
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("aliasflow_work_budget", default=None)
+
+
+def active_budget() -> WorkBudget | None:
+    return _ACTIVE.get()
+
+
+@contextmanager
+def work_budget(max_work: int, *, warn: bool = True):
+    """Bound the work of every exact overlap question asked inside the ``with`` block.
+
+    Exact answers stay exact; a question the solver cannot settle within ``max_work`` is
+    answered conservatively (overlapping: extra dependency edges, never missing ones) and
+    listed in the yielded budget's ``undecided``; with ``warn`` an
+    :class:`UndecidedOverlapWarning` says how many at the end of the block.
+    Applies to the current thread (and asyncio task).
+    """
+    budget = WorkBudget(max_work)
+    token = _ACTIVE.set(budget)
+    try:
+        yield budget
+    finally:
+        _ACTIVE.reset(token)
+    if warn and budget.undecided:
+        warnings.warn(f"{len(budget.undecided)} overlap question(s) were not decided within "
+                      f"max_work={max_work} and were treated as overlapping",
+                      UndecidedOverlapWarning, stacklevel=3)
 
 
 def _prepare(terms):
@@ -204,6 +270,19 @@ def _split_search(terms, d, budget):
 def _isl_solve(terms, d, exclude):
     import islpy as isl
 
+    budget = _ACTIVE.get()
+    if budget is None:
+        return _isl_solve_in(isl, None, terms, d, exclude)
+    ctx = isl.Context()
+    ctx.set_max_operations(budget.max_work)
+    try:
+        return _isl_solve_in(isl, ctx, terms, d, exclude)
+    except isl.Error:  # isl stops with an error once max_operations is spent
+        raise UndecidedError(f"not decided within max_work={budget.max_work}") from None
+
+
+def _isl_solve_in(isl, ctx, terms, d, exclude):
+
     k = len(terms)
     names = [f"z{i}" for i in range(k)]
     box = " and ".join(f"0 <= {n} <= {u}" for n, (_, u) in zip(names, terms))
@@ -219,7 +298,8 @@ def _isl_solve(terms, d, exclude):
             for rel in (">", "<"):
                 pieces.append(f"{same}{names[j]} {rel} {exclude[j]} and {eq} = {d} and {box}")
     for piece in pieces:
-        bset = isl.BasicSet(head + piece + " }")
+        text = head + piece + " }"
+        bset = isl.BasicSet(text) if ctx is None else isl.BasicSet.read_from_str(ctx, text)
         if bset.is_empty():
             continue
         pt = bset.sample_point()
@@ -227,12 +307,13 @@ def _isl_solve(terms, d, exclude):
     return None
 
 
-def solve(terms, d, exclude=None, budget=DEFAULT_BUDGET):
+def solve(terms, d, exclude=None, budget=DEFAULT_BUDGET, use_isl=True):
     """Exact solution of ``sum(c*z) == d``, ``0 <= z <= u`` for ``terms = [(c, u), ...]``.
 
     ``c > 0`` for all terms, ``u >= 0``.  Returns the list ``z`` (in the order of
     ``terms``) or ``None``.  With ``exclude`` (a list like ``z``), that one solution
-    does not count.
+    does not count. With ``use_isl=False``, :class:`Exhausted` is raised where isl would
+    be called.
     """
     if not terms:
         return [] if d == 0 and exclude is None else None
@@ -262,6 +343,8 @@ def solve(terms, d, exclude=None, budget=DEFAULT_BUDGET):
         else:
             z = _dfs(levels, d, sexcl, budget)
     except _Exhausted:
+        if not use_isl:
+            raise
         z = _isl_solve(sterms, d, sexcl)
     if z is None:
         return None

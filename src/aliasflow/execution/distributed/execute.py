@@ -17,6 +17,7 @@ import copy
 
 import numpy as np
 
+from ...core.errors import ExecutionError
 from ...core.storage import Storage
 from ...core.tensor import Tensor
 from ...core.view import TensorView
@@ -107,6 +108,8 @@ def run_task(load, *blocks):
         op.input_views = [local(sp) for sp in task.inputs]
         op.output_views = [local(sp) for sp in task.outputs]
         op.execute()
+    except ExecutionError as exc:  # the op named itself (a kernel that raised)
+        raise OpFailed(task.index, task.op_name, str(exc).split(" failed: ", 1)[-1]) from None
     except Exception as exc:
         raise OpFailed(task.index, task.op_name, f"{type(exc).__name__}: {exc}") from None
     out = [op.result]

@@ -1,0 +1,119 @@
+"""Checks made on every op before a run starts, so that a refused program modifies nothing.
+
+What can be known without running: each op's arity, that its outputs can be written (not
+virtual, not read-only, no two indices on one element unless the op is a Fill), that its
+inputs can be read, that a Fill value fits every output's dtype, and, for the named kernels
+of Transform/Binary/Reduce ops, the shape and dtype of the result (from the input shapes and
+dtypes, as NumPy's rules give them) against every output. A user's callable kernel can only
+be judged by running it: its result is checked when the op runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.errors import AliasflowError, ExecutionError
+from ..core.operations import (BinaryOperation, FillOperation, Operation, ReduceOperation,
+                               TransformOperation)
+
+
+class OpRefused(AliasflowError, ExecutionError):
+    """An op that cannot run, found before any op ran (both a bad-input error and an
+    execution error: ``op_name`` names the first refused op in program order)."""
+
+    def __init__(self, op_name: str, message: str):
+        Exception.__init__(self, f"{message} (found before running: no op has run)")
+        self.op_name = op_name
+
+
+def _readonly(view) -> bool:
+    return bool(view.tensor.storage.readonly)
+
+
+def _virtual(view) -> bool:
+    return not view.tensor.storage.has_memory
+
+
+def _same(cls, op) -> bool:
+    """``op`` runs ``cls``'s own kernel (not a subclass's override)."""
+    return isinstance(op, cls) and type(op).compute is cls.compute
+
+
+def _sample(view) -> np.ndarray:
+    return np.zeros((1,) * view.ndim, view.dtype)
+
+
+def predicted_result(op: Operation):
+    """``(shape, dtype)`` of the op's result without running it, or None when unknowable."""
+    if not getattr(op, "elementwise", False):
+        return None
+    ins = op.input_views
+    with np.errstate(all="ignore"):
+        if _same(TransformOperation, op):
+            return ins[0].shape, np.asarray(op.fn(_sample(ins[0]))).dtype
+        if _same(BinaryOperation, op):
+            a, b = ins
+            try:
+                shape = np.broadcast_shapes(a.shape, b.shape)
+            except ValueError:
+                raise AliasflowError(f"op {op.name!r}: input shapes do not broadcast: "
+                                     f"{op._shapes(ins)}") from None
+            return shape, np.asarray(op.fn(_sample(a), _sample(b))).dtype
+        if _same(ReduceOperation, op):
+            (x,) = ins
+            if not -x.ndim <= op.axis < x.ndim:
+                raise AliasflowError(f"op {op.name!r}: axis {op.axis} out of range for input "
+                                     f"{x.name!r} of shape {x.shape}")
+            axis = op.axis % x.ndim
+            shape = x.shape[:axis] + x.shape[axis + 1:]
+            return shape, np.asarray(op.fn(_sample(x), axis=op.axis)).dtype
+    return None
+
+
+def check_op(op: Operation) -> None:
+    """Raise :class:`AliasflowError` if ``op`` cannot run (see the module docstring)."""
+    if op.arity is not None and len(op.input_views) != op.arity:
+        raise AliasflowError(f"op {op.name!r} ({op.kind}) needs {op.arity} input(s), "
+                             f"has {len(op.input_views)}")
+    for v in op.input_views:
+        if _virtual(v):
+            raise AliasflowError(f"op {op.name!r}: input {v.name!r} is on virtual tensor "
+                                 f"{v.tensor.name!r} (analysis only), which has no memory")
+    for out in op.output_views:
+        if _virtual(out):
+            raise AliasflowError(f"op {op.name!r}: output {out.name!r} is on virtual tensor "
+                                 f"{out.tensor.name!r} (analysis only), which has no memory")
+        if _readonly(out):
+            raise AliasflowError(f"op {op.name!r}: output {out.name!r} is on read-only "
+                                 f"storage {out.tensor.name!r}")
+        if not op.uniform_value and out.has_internal_overlap():
+            raise AliasflowError(
+                f"op {op.name!r}: output view {out.name!r} (shape {out.shape}, stride "
+                f"{out.stride}) maps several indices to one element; writing through it is "
+                f"ambiguous")
+    if isinstance(op, FillOperation):
+        op.check_value()
+        return
+    predicted = predicted_result(op)
+    if predicted is None:
+        return
+    shape, dtype = predicted
+    for out in op.output_views:
+        try:
+            fits = np.broadcast_shapes(shape, out.shape) == out.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise AliasflowError(f"op {op.name!r}: result of shape {shape} does not fit "
+                                 f"output {out.name!r} of shape {out.shape}")
+        if not np.can_cast(dtype, out.dtype, "same_kind"):
+            raise AliasflowError(f"op {op.name!r}: result dtype {dtype} cannot be written to "
+                                 f"output {out.name!r} of dtype {out.dtype}")
+
+
+def check_all(ops: list[Operation]) -> None:
+    """Check every op; refuse the first (in program order) that cannot run."""
+    for op in ops:
+        try:
+            check_op(op)
+        except AliasflowError as exc:
+            raise OpRefused(op.name, str(exc)) from None
