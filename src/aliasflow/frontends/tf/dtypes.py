@@ -7,7 +7,8 @@
 >>> from aliasflow import tf
 >>> tf.float32, tf.float32.name, tf.as_dtype("int64").as_datatype_enum
 (tf.float32, 'float32', 9)
->>> str(tf.TensorShape([None, 3])), str(tf.TensorShape(None))
+>>> from aliasflow.frontends.tf.dtypes import TensorShape  # graph shapes (tf.TensorShape: seed 002)
+>>> str(TensorShape([None, 3])), str(TensorShape(None))
 ('(?, 3)', '<unknown>')
 """
 from __future__ import annotations

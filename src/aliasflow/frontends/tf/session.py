@@ -311,7 +311,8 @@ class Session:
             return views[var.outputs[0]]
 
         position = {op._id: k for k, op in enumerate(order)}
-        token = AfTensor.virtual("control", (max(len(order), 1),), "uint8")
+        # one byte per op carries its edges (real memory: ops are checked before a run)
+        token = AfTensor("control", (max(len(order), 1),), "uint8")
         kernels = []
         for k, op in enumerate(order):
             reads, writes, fn = _accessed(op, view_of, var_view)
