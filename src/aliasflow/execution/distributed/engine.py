@@ -10,6 +10,7 @@ raises :class:`~aliasflow.ExecutionError` naming the op.
 from __future__ import annotations
 
 from ...core.errors import AliasflowError, ExecutionError
+from ..checks import check_all
 from ...core.operations import Operation
 from .execute import OpFailed, load_block, payload, run_task, set_results, write_back
 from .plan import Plan, plan as make_plan
@@ -74,6 +75,7 @@ def run_plan(p: Plan, backend, progress=None) -> None:
         if not isinstance(op, Operation):
             raise AliasflowError(f"op {op.name!r} is a {type(op).__name__} (analysis only): it "
                                  f"has no kernel to run")
+    check_all(p.ops)  # every op checked before any task runs, as af.run does
     check_memory(p)
     try:
         values, results = backend.execute(p, progress)
