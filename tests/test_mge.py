@@ -419,7 +419,9 @@ def test_random_programs_match_numpy(data, semantics, version):
             if action == "binary":
                 fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op]
                 res = {"add": t.__add__, "sub": t.__sub__, "mul": t.__mul__}[op](other_t)
-                arr = fn(val(ref), other_a)
+                # a new tensor is row-major in MegEngine; NumPy may keep an input's column-major
+                # layout, which would change what a later reshape shares
+                arr = np.ascontiguousarray(fn(val(ref), other_a))
                 pairs.append((res, arr if semantics == "alias" else Box(arr)))
             elif action == "inplace":
                 if op == "add":
