@@ -231,3 +231,13 @@ def test_empty():
     assert footprint(e).size == 0
     assert covers((0, (5,), (1,)), e)
     assert not covers(e, (0, (5,), (1,)))
+
+
+def test_small_problems_far_below_zero_are_decided_exactly():
+    # found by the native fuzz harness: the small-problem enumeration must not be handed
+    # offsets that do not fit int64 (the pure path raised OverflowError)
+    from aliasflow.solver import intersects
+    a = (-2**70, (3, 5, 7), (11, 13, 17))
+    b = (-2**70 + 13 + 17, (2,), (5,))
+    assert intersects(a, b)  # a's cell (0, 1, 1) is b's first cell
+    assert not intersects(a, (-2**70 - 1, (1,), (1,)))

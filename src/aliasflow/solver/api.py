@@ -33,7 +33,8 @@ def _cells_of(nf):
     size = 1
     for n in sizes:
         size *= n
-    if size > SMALL_ENUMERATION or high >= 2**62 or len(sizes) > 32:
+    # every cell lies in [off, high]: both must fit int64 for the NumPy enumeration
+    if size > SMALL_ENUMERATION or high >= 2**62 or off <= -2**62 or len(sizes) > 32:
         return None
     cells = np.array(off, dtype=np.int64)
     for st, n in zip(strides, sizes):
