@@ -178,7 +178,8 @@ def test_intersects_native_equals_pure(pair):
     assert got is None or got is NotImplemented or isinstance(got, bool)
     if isinstance(got, bool):
         assert got == pure_intersects(a, b)
-        assert native.intersects(b, a) == got
+        swapped = native.intersects(b, a)  # the search budget may run out in one order only
+        assert swapped is NotImplemented or swapped == got
 
 
 @needs_native
