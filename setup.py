@@ -12,6 +12,7 @@ import os
 from setuptools import Extension, setup
 
 SRC = "src/aliasflow/solver/_native_src"
+WALK = "src/aliasflow/analysis/_native_src"  # the compiled dependency walk (uses SRC's solver)
 compile_args = ["-std=c++17", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra"]
 link_args = []
 if os.environ.get("AF_NATIVE_SANITIZE"):
@@ -32,6 +33,15 @@ setup(
             # a failed build leaves a working pure-Python install; the test suite then fails
             # (tests/test_native.py::test_extension_built) unless AF_PURE=1 asks for that
             optional=not os.environ.get("AF_NATIVE_SANITIZE"),
-        )
+        ),
+        Extension(
+            "aliasflow.analysis._walker",
+            sources=[f"{WALK}/walker.cpp"],
+            depends=[f"{WALK}/walk.hpp", f"{SRC}/overlap.hpp"],
+            language="c++",
+            extra_compile_args=compile_args,
+            extra_link_args=link_args,
+            optional=not os.environ.get("AF_NATIVE_SANITIZE"),
+        ),
     ],
 )

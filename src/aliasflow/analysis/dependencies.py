@@ -22,6 +22,7 @@ from ..core.operations import Operation
 from ..core.program import check_ops
 from ..core.view import TensorView
 from .. import solver
+from .compiled import compiled_edges
 from .extents import ExtentIndex
 from .lower import READ, lower
 from .overlap import overlap
@@ -165,10 +166,28 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
     """Edges whose transitive closure orders every conflicting pair; each a real conflict.
 
     With ``retire=False`` no record is ever dropped, so every conflicting access pair is
-    found (that is :func:`all_conflicts`). Records are ``(op position, view, low, high,
-    dense, layout)`` in cells of their memory group (see :mod:`.lower`); two dense records
-    whose extents meet overlap, anything else gets the exact test. (This loop is the analysis hot path:
-    it is written flat on purpose.)
+    found (that is :func:`all_conflicts`). The compiled walk (:mod:`.compiled`) runs when it
+    is built, else :func:`reference_edges`; both give the same edges in the same order.
+    """
+    got = _compiled(ops, progress, retire, prune)
+    if got is None:
+        return reference_edges(ops, progress, retire, prune)
+    return got.dependencies([op.name for op in ops], Dependency)
+
+
+def _compiled(ops, progress, retire, prune):
+    return compiled_edges(ops, progress, retire, prune, COVERS_LIMIT, WINDOW, PROGRESS_STEP)
+
+
+def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
+                    prune=("WAR", "WAW")) -> list[Dependency]:
+    """The readable reference of the walk (``AF_PURE=1`` or no compiled build).
+
+    Records are ``(op position, view, low, high, dense, layout)`` in cells of their memory
+    group (see :mod:`.lower`); two dense records whose extents meet overlap, anything else
+    gets the exact test. Candidates are visited in record order (the compiled walk does the
+    same, so both keep the same edges where pruning depends on the order). (This loop is
+    the analysis hot path of the pure build: it is written flat on purpose.)
     """
     table = lower(ops)
     rows = table.rows
@@ -199,7 +218,7 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
             new = (j, view, low, high, dense, layout)
             if mode == READ:
                 skip_raw = "RAW" in prunable
-                for rid in st.writes.query(low, high):
+                for rid in sorted(st.writes.query(low, high)):
                     old = records[rid]
                     d = j - 1 - old[0]
                     if skip_raw and d < WINDOW and (reach >> d) & 1 and old[0] not in direct:
@@ -214,7 +233,7 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
             for index, kind in ((st.reads, "WAR"), (st.writes, "WAW")):
                 changed = []
                 skip = kind in prunable
-                for rid in index.query(low, high):
+                for rid in sorted(index.query(low, high)):
                     old = records[rid]
                     d = j - 1 - old[0]
                     if skip and d < WINDOW and (reach >> d) & 1 and old[0] not in direct:
@@ -328,16 +347,19 @@ def analyze(ops, complete: bool = False, minimal: bool = False, progress=None
     [('w', 'r', 'RAW', True)]
     """
     ops = check_ops(ops)
+    if complete:
+        retire, prune = False, ()
+    else:
+        retire, prune = True, ("RAW", "WAR", "WAW") if minimal else ("WAR", "WAW")
     # Analysis makes millions of small objects and frees none: the cyclic GC would only
     # rescan them again and again.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        if complete:
-            deps = all_conflicts(ops, progress)
-        else:
-            prune = ("RAW", "WAR", "WAW") if minimal else ("WAR", "WAW")
-            deps = ordering_edges(ops, progress, prune=prune)
+        got = _compiled(ops, progress, retire, prune)
+        if got is not None:  # edges as arrays; Dependency records made when asked for
+            return DependencyGraph.from_edges(ops, got, Dependency)
+        deps = reference_edges(ops, progress, retire, prune)
     finally:
         if enabled:
             gc.enable()

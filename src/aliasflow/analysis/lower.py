@@ -110,15 +110,9 @@ def unique_views(views):
     return views
 
 
-def lower(ops) -> AccessTable:
-    """The access table of ``ops`` (in program order). Empty views make no rows."""
-    storages = {}
-    for op in ops:
-        for v in op.input_views:
-            storages[id(v.tensor)] = v.tensor
-        for v in op.output_views:
-            storages[id(v.tensor)] = v.tensor
-    tensors = list(storages.values())
+def place_tensors(tensors):
+    """Memory groups of ``tensors``: ``units[g]`` and ``bases[g]`` per group (the unit as far
+    as the tensors alone set it) and ``shift[id(t)] = (g, byte offset of t in its group)``."""
     groups = memory_groups(t.storage for t in tensors)
     n_groups = 1 + max((g for g, _ in groups.values()), default=-1)
     units = [0] * n_groups
@@ -131,6 +125,34 @@ def lower(ops) -> AccessTable:
         bases[g] = base
         shift[id(t)] = (g, t.storage.address - base)
         units[g] = gcd(units[g], t.dtype.itemsize, t.storage.address - base)
+    return units, bases, shift
+
+
+def element_cells(tensors):
+    """For programs whose views all have their tensor's dtype: ``(groups, shifts)`` per
+    tensor when every group's cell is its tensors' element (``shifts`` in elements), else
+    None. The compiled walker lowers such programs itself (the fast path of :func:`lower`)."""
+    units, _, shift = place_tensors(tensors)
+    groups, shifts = [], []
+    for t in tensors:
+        g, delta = shift[id(t)]
+        if units[g] != t.dtype.itemsize:
+            return None
+        groups.append(g)
+        shifts.append(delta // units[g])
+    return tuple(groups), tuple(shifts)
+
+
+def lower(ops) -> AccessTable:
+    """The access table of ``ops`` (in program order). Empty views make no rows."""
+    storages = {}
+    for op in ops:
+        for v in op.input_views:
+            storages[id(v.tensor)] = v.tensor
+        for v in op.output_views:
+            storages[id(v.tensor)] = v.tensor
+    tensors = list(storages.values())
+    units, bases, shift = place_tensors(tensors)
     odd = []  # reinterpreting views: their own bytes count too
     for op in ops:
         for v in (*op.input_views, *op.output_views):

@@ -40,18 +40,86 @@ class DependencyGraph:
             self._source = [(op, tuple(op.input_views), tuple(op.output_views)) for op in ops]
             ops = [op.name for op in ops]
         self.ops = ops
-        self.dependencies = list(dependencies)
-        self._position = {name: k for k, name in enumerate(self.ops)}
+        self._deps = list(dependencies)
+        self._edges = None
+        self._position_map = self._preds_list = self._succs_list = self._csr = None
+
+    @classmethod
+    def from_edges(cls, ops: list, edges, make) -> "DependencyGraph":
+        """A graph over the Operations ``ops`` from the compiled walk's edge arrays
+        (:class:`~aliasflow.analysis.compiled.Edges`); ``make`` builds one dependency record,
+        and runs only when :attr:`dependencies` is first read."""
+        self = cls.__new__(cls)
+        self._source = edges.snapshot if edges.snapshot is not None else [
+            (op, tuple(op.input_views), tuple(op.output_views)) for op in ops]
+        self.ops = [op.name for op in ops]
+        self._deps = None
+        self._edges = (edges, make)
+        self._position_map = self._preds_list = self._succs_list = self._csr = None
+        return self
+
+    @property
+    def dependencies(self) -> list:
+        """The dependency records, in order of their later op (then earlier op)."""
+        if self._deps is None:
+            edges, make = self._edges
+            self._deps = edges.dependencies(self.ops, make)
+        return self._deps
+
+    @property
+    def _position(self) -> dict:
+        if self._position_map is None:
+            self._position_map = {name: k for k, name in enumerate(self.ops)}
+        return self._position_map
+
+    def _pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct ``(src, dst)`` op positions of the edges, sorted by dst then src."""
+        n = len(self.ops)
+        if self._edges is not None and self._deps is None:
+            data = self._edges[0].data
+            src, dst = data[:, 0].astype(np.int64), data[:, 1].astype(np.int64)
+        else:
+            position = self._position
+            src = np.fromiter((position[d.src] for d in self._deps), np.int64, len(self._deps))
+            dst = np.fromiter((position[d.dst] for d in self._deps), np.int64, len(self._deps))
+        key = np.unique(dst * max(n, 1) + src)
+        return key % max(n, 1), key // max(n, 1)
+
+    def predecessor_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Predecessors as CSR arrays ``(indptr, indices)``: op ``k``'s distinct
+        predecessors are ``indices[indptr[k]:indptr[k + 1]]``, ascending."""
+        if self._csr is None:
+            src, dst = self._pairs()
+            indptr = np.searchsorted(dst, np.arange(len(self.ops) + 1))
+            self._csr = (indptr, src)
+        return self._csr
+
+    def _adjacency(self) -> None:
         # Ops without edges share one empty tuple: a million ops need no million empty sets.
-        preds: dict[int, set[int]] = {}
+        indptr, src = self.predecessor_arrays()
+        preds: list = [()] * len(self.ops)
         succs: dict[int, set[int]] = {}
-        position = self._position
-        for d in self.dependencies:
-            s, t = position[d.src], position[d.dst]
-            preds.setdefault(t, set()).add(s)
-            succs.setdefault(s, set()).add(t)
-        self._preds: list = [preds.get(k, ()) for k in range(len(self.ops))]
-        self._succs: list = [succs.get(k, ()) for k in range(len(self.ops))]
+        bounds = indptr.tolist()
+        srcs = src.tolist()
+        for t in np.flatnonzero(np.diff(indptr)).tolist():
+            ps = srcs[bounds[t]:bounds[t + 1]]
+            preds[t] = set(ps)
+            for s in ps:
+                succs.setdefault(s, set()).add(t)
+        self._preds_list = preds
+        self._succs_list = [succs.get(k, ()) for k in range(len(self.ops))]
+
+    @property
+    def _preds(self) -> list:
+        if self._preds_list is None:
+            self._adjacency()
+        return self._preds_list
+
+    @property
+    def _succs(self) -> list:
+        if self._succs_list is None:
+            self._adjacency()
+        return self._succs_list
 
     def check_matches(self, ops) -> None:
         """Refuse (:class:`AliasflowError`) when ``ops`` are not the op list this graph was
@@ -153,6 +221,9 @@ class DependencyGraph:
 
     def kinds(self) -> dict[str, int]:
         """Number of records by kind."""
+        if self._deps is None:
+            counts = np.bincount(self._edges[0].data[:, 2], minlength=3).tolist()
+            return dict(zip(("RAW", "WAR", "WAW"), counts))
         counts = Counter(d.kind for d in self.dependencies)
         return {k: counts.get(k, 0) for k in ("RAW", "WAR", "WAW")}
 
@@ -189,7 +260,7 @@ class DependencyGraph:
                 "critical_path": {"length": length, "ops": path}}
 
     def __len__(self) -> int:
-        return len(self.dependencies)
+        return len(self._edges[0]) if self._deps is None else len(self._deps)
 
     def __repr__(self) -> str:
-        return f"DependencyGraph({len(self.ops)} ops, {len(self.dependencies)} dependencies)"
+        return f"DependencyGraph({len(self.ops)} ops, {len(self)} dependencies)"

@@ -1,0 +1,107 @@
+"""The compiled dependency walk (``aliasflow.analysis._walker``) and its glue.
+
+:func:`~aliasflow.analysis.dependencies.ordering_edges` is the readable reference; the
+compiled walk (``_native_src/walk.hpp``) follows it step for step and gives the same edges in
+the same order (tests compare them on random programs). It returns edges as integer arrays;
+:class:`Edges` turns them into :class:`~aliasflow.Dependency` records only when asked.
+
+``AF_PURE=1`` selects the reference (as for the solver); so does a build without the
+extension.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import solver
+from ..core.view import TensorView
+from .lower import element_cells, lower
+
+KINDS = ("RAW", "WAR", "WAW")
+_KIND_BIT = {"RAW": 1, "WAR": 2, "WAW": 4}
+
+
+def _load():
+    if os.environ.get("AF_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from . import _walker
+    except ImportError:
+        return None
+    return _walker
+
+
+#: The compiled walker in use, or None (the Python reference). Tests swap it.
+walker = _load()
+
+
+def _covers(a, b, limit):
+    return solver.covers(a, b, limit)
+
+
+class Edges:
+    """Edges found by the compiled walk: ``data`` is an ``(n, 5)`` int32 array of
+    ``(src op, dst op, kind, src row, dst row)``; ``view_of(row)`` gives a row's view."""
+
+    __slots__ = ("data", "view_of", "snapshot")
+
+    def __init__(self, data: np.ndarray, view_of, snapshot=None):
+        self.data = data
+        self.view_of = view_of
+        self.snapshot = snapshot  # [(op, input views, output views)] as walked, if known
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def dependencies(self, names, make) -> list:
+        """The edges as records: ``make(src, dst, kind, implicit, src_view, dst_view)``."""
+        view_of = self.view_of
+        out = []
+        for s, t, k, rs, rt in self.data.tolist():
+            vi, vj = view_of(rs), view_of(rt)
+            out.append(make(names[s], names[t], KINDS[k], vi is not vj and vi != vj, vi, vj))
+        return out
+
+
+def compiled_edges(ops: list, progress, retire: bool, prune, covers_limit: int, window: int,
+                   progress_step: int):
+    """The compiled walk over ``ops``: :class:`Edges`, or None when there is no compiled
+    walker (then the caller runs the reference)."""
+    w = walker
+    if w is None:
+        return None
+    params = (bool(retire), sum(_KIND_BIT[k] for k in set(prune or ())), int(covers_limit),
+              int(window), int(progress_step))
+    got = w.walk_ops(ops, TensorView, element_cells, solver.intersects, _covers, progress,
+                     params)
+    if got is not None:
+        raw, meta, snapshot = got
+        meta = np.frombuffer(meta, np.int32).reshape(-1, 3)
+
+        def view_of(row, meta=meta, snapshot=snapshot):
+            op, mode, pos = meta[row].tolist()
+            return snapshot[op][1 + mode][pos]
+
+        return Edges(np.frombuffer(raw, np.int32).reshape(-1, 5), view_of, snapshot)
+    # views reinterpreting memory, or values beyond the fast path: lower in Python
+    table = lower(ops)
+    try:
+        c = table.columns()
+    except OverflowError:  # cells beyond int64: the reference's big integers
+        return None
+    big = 2 ** 62
+    if any(len(c[k]) and (c[k].max() > big or c[k].min() < -big)
+           for k in ("low", "high", "offset", "shape", "stride")):
+        return None
+    n = len(table)
+    starts = np.append(c["dims_start"], len(c["shape"])).astype(np.int64)
+    columns = tuple(np.ascontiguousarray(c[k], np.int64).tobytes() for k in (
+        "op", "mode", "group", "low", "high", "dense", "offset")) + (
+        starts.tobytes(), np.ascontiguousarray(c["shape"], np.int64).tobytes(),
+        np.ascontiguousarray(c["stride"], np.int64).tobytes())
+    assert n == len(c["op"])
+    raw = w.walk_table(len(ops), len(table.units), columns, solver.intersects, _covers,
+                       progress, params)
+    rows = table.rows
+    return Edges(np.frombuffer(raw, np.int32).reshape(-1, 5), lambda r: rows[r][7])
