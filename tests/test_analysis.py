@@ -8,6 +8,7 @@ from aliasflow.analysis.races import find_races
 from aliasflow.seeds import complex_example, simple_example
 
 from strategies import brute_conflicts, programs, reachable, view_footprint
+from walker_backends import walker_backend  # noqa: F401  (every test on both walks)
 
 SEED_CONFLICTS = {
     ("fill_op_a", "transform_op_a", "RAW", True, "viewA1", "viewA2", (5, 6, 9, 10)),

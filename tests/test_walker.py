@@ -1,0 +1,222 @@
+"""The compiled dependency walk against the Python reference: the same edges, in the same
+order, on random programs over shared, partly overlapping and reinterpreted memory; and its
+boundary refusing bad arguments without crashing."""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import aliasflow as af
+from aliasflow.analysis import compiled, dependencies as deps
+
+from strategies import brute_conflicts, reachable, strided
+
+pytestmark = pytest.mark.skipif(compiled.walker is None, reason="compiled walker not loaded")
+
+
+@st.composite
+def shared_programs(draw, max_ops=25, reinterpret=False):
+    """Ops over tensors of several dtypes laid on one buffer (and one separate tensor), with
+    views reused across ops (explicit edges), read and written by one op, and, with
+    ``reinterpret``, views whose dtype is not their tensor's."""
+    base = af.Storage.allocate(96)
+    tensors = [af.Tensor.on(base.slice(0, 96), "float32", name="F"),
+               af.Tensor.on(base.slice(draw(st.sampled_from([0, 8, 16, 40])), 48), "int16",
+                            name="S"),
+               af.Tensor.on(base.slice(draw(st.sampled_from([4, 32, 64])), 32), "float64",
+                            name="D"),
+               af.Tensor("X", (12,), "float32")]
+    counter = itertools.count()
+    pool = []
+
+    def view():
+        if pool and draw(st.booleans()):
+            return draw(st.sampled_from(pool))
+        t = draw(st.sampled_from(tensors))
+        off, shape, stride = draw(strided(t.get_storage_size(), max_dims=3, max_size=4,
+                                          max_stride=7))
+        dtype = None
+        if reinterpret and t.dtype.itemsize > 1 and draw(st.integers(0, 4)) == 0:
+            dtype = "uint8" if t.dtype.itemsize == 2 else draw(st.sampled_from(["int16", "uint8"]))
+        v = af.TensorView(f"v{next(counter)}", t, off, shape, stride, dtype=dtype)
+        pool.append(v)
+        return v
+
+    ops = []
+    for j in range(draw(st.integers(1, max_ops))):
+        op = af.TransformOperation(f"op{j}")
+        ins = [view() for _ in range(draw(st.integers(0, 3)))]
+        outs = [view() for _ in range(draw(st.integers(0, 2)))]
+        if ins and draw(st.integers(0, 3)) == 0:
+            outs.append(ins[0])  # read-modify-write
+        op.input_views.extend(ins)  # views as drawn: no shape checks, repeats allowed
+        op.output_views.extend(outs)
+        ops.append(op)
+    return ops
+
+
+def keys(found):
+    return [(d.src, d.dst, d.kind, d.implicit, id(d.src_access), id(d.dst_access))
+            for d in found]
+
+
+MODES = [(True, ("WAR", "WAW")), (True, ("RAW", "WAR", "WAW")), (False, ())]
+
+
+def both(ops, retire, prune):
+    got = deps.ordering_edges(ops, retire=retire, prune=prune)
+    want = deps.reference_edges(ops, retire=retire, prune=prune)
+    return keys(got), keys(want)
+
+
+@settings(max_examples=400, deadline=None)
+@given(shared_programs(), st.sampled_from(MODES))
+def test_same_edges_as_the_reference(ops, mode):
+    got, want = both(ops, *mode)
+    assert got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(shared_programs(reinterpret=True), st.sampled_from(MODES))
+def test_same_edges_with_reinterpreting_views(ops, mode):
+    got, want = both(ops, *mode)
+    assert got == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(shared_programs(max_ops=40), st.integers(1, 70))
+def test_same_edges_with_any_ancestor_window(ops, window):
+    saved = deps.WINDOW, deps._MASK
+    deps.WINDOW, deps._MASK = window, (1 << window) - 1
+    try:
+        got, want = both(ops, True, ("RAW", "WAR", "WAW"))
+    finally:
+        deps.WINDOW, deps._MASK = saved
+    assert got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(shared_programs(max_ops=12, reinterpret=True))
+def test_compiled_edges_are_sound_and_closed(ops):
+    """Against brute-force byte footprints, not the reference."""
+    graph = af.analyze(ops)
+    names = [op.name for op in ops]
+    truth = byte_conflicts(ops)
+    assert {(d.src, d.dst, d.kind) for d in graph.dependencies} <= {t[:3] for t in truth}
+    reach = reachable(names, graph.edges)
+    assert all(dst in reach[src] for src, dst, _ in truth)
+    full = af.analyze(ops, complete=True)
+    assert {(d.src, d.dst, d.kind) for d in full.dependencies} == truth
+
+
+def byte_footprint(v):
+    out = set()
+    item = v.dtype.itemsize
+    for idx in np.ndindex(*v.shape):
+        e = v.offset + sum(i * s for i, s in zip(idx, v.stride))
+        start = v.tensor.storage.address + e * v.tensor.dtype.itemsize
+        out.update(range(start, start + item))
+    return out
+
+
+def byte_conflicts(ops):
+    acc = [[("R", v) for v in op.input_views] + [("W", v) for v in op.output_views]
+           for op in ops]
+    kinds = {("W", "R"): "RAW", ("R", "W"): "WAR", ("W", "W"): "WAW"}
+    out = set()
+    for j in range(len(ops)):
+        for i in range(j):
+            for mi, vi in acc[i]:
+                for mj, vj in acc[j]:
+                    if (mi, mj) in kinds and byte_footprint(vi) & byte_footprint(vj):
+                        out.add((ops[i].name, ops[j].name, kinds[mi, mj]))
+    return out
+
+
+def test_the_graph_builds_records_only_when_asked():
+    A = af.Tensor("A", (8, 8))
+    ops = [af.FillOperation("w", 1.0).set_outputs(A[:4]),
+           af.TransformOperation("r").set_inputs(A.T[1]),
+           af.FillOperation("w2", 2.0).set_outputs(A[2])]
+    g = af.analyze(ops)
+    # w -> w2 (WAW) is implied by w -> r -> w2 and left out
+    assert g._deps is None and len(g) == 2 and g.kinds() == {"RAW": 1, "WAR": 1, "WAW": 0}
+    assert g.predecessors("w2") == ["r"] and g._deps is None
+    assert [(d.src, d.dst, d.kind, d.implicit) for d in g.dependencies] == [
+        ("w", "r", "RAW", True), ("r", "w2", "WAR", True)]
+
+
+def test_edges_survive_later_changes_to_the_ops():
+    """Records made after an op changed still name the views that were analysed."""
+    A = af.Tensor("A", (4, 4))
+    w = af.FillOperation("w", 1.0).set_outputs(A[0])
+    r = af.TransformOperation("r").set_inputs(A[:, 0])
+    g = af.analyze([w, r])
+    r.input_views[:] = [A[3]]
+    (d,) = g.dependencies
+    assert d.dst_view == A[:, 0].name and d.dst_access == A[:, 0]
+
+
+def test_progress_and_errors_from_callbacks_propagate():
+    A = af.Tensor("A", (64,))
+    ops = [af.FillOperation(f"w{k}", 1.0).set_outputs(A[k:k + 3]) for k in range(3000)]
+    seen = []
+    af.analyze(ops, progress=seen.append)
+    assert sum(seen) == 3000
+
+    def boom(n):
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        af.analyze(ops, progress=boom)
+
+
+GARBAGE = [None, 1, 2.5, "x", b"\x00" * 7, (), [], {}, -1, 2 ** 70, object()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(GARBAGE), min_size=0, max_size=9))
+def test_boundary_refuses_garbage(args):
+    w = compiled.walker
+    for fn in (w.walk_ops, w.walk_table):
+        try:
+            fn(*args)
+        except (TypeError, ValueError):
+            pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_walk_table_refuses_bad_columns(data):
+    n = data.draw(st.integers(0, 4))
+    cols = [np.array(data.draw(st.lists(st.integers(-2 ** 63, 2 ** 63 - 1), min_size=n,
+                                        max_size=n)), np.int64) for _ in range(7)]
+    starts = np.array(data.draw(st.lists(st.integers(-3, 8), min_size=n + 1, max_size=n + 1)),
+                      np.int64)
+    dims = data.draw(st.integers(0, 8))
+    shape = np.array(data.draw(st.lists(st.integers(-5, 2 ** 63 - 1), min_size=dims,
+                                        max_size=dims)), np.int64)
+    columns = tuple(c.tobytes() for c in cols) + (starts.tobytes(), shape.tobytes(),
+                                                   shape.tobytes())
+    params = (True, 6, 4096, 4096, 1024)
+    try:
+        compiled.walker.walk_table(data.draw(st.integers(0, 5)), data.draw(st.integers(0, 3)),
+                                   columns, af.solver.intersects, af.solver.covers, None, params)
+    except ValueError:
+        pass
+
+
+def test_reinterpreting_views_take_the_table_path():
+    """A byte view of a float tensor: walk_ops hands back (None), the Python lowering and
+    walk_table give the same edges as the reference."""
+    A = af.Tensor("A", (4, 4))
+    B = af.Tensor.on(A.storage, "uint8")
+    ops = [af.FillOperation("w", 1.0).set_outputs(A[1]),
+           af.TransformOperation("r").set_inputs(B[20:21])]
+    params = (True, 6, 4096, 4096, 1024)
+    assert compiled.walker.walk_ops(ops, af.TensorView, lambda ts: None, af.solver.intersects,
+                                    af.solver.covers, None, params) is None
+    got = deps.ordering_edges(ops)
+    assert [(d.src, d.dst, d.kind) for d in got] == [("w", "r", "RAW")]
+    assert keys(got) == keys(deps.reference_edges(ops))
