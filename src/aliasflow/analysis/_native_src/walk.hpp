@@ -139,8 +139,11 @@ public:
         int64_t k = find(high, b) + 1;
         for (int64_t t = b; t < k; ++t) erase(segs[t], rid);
     }
-    // ids of the records whose extents meet [low, high], ascending, into `out`
-    void query(int64_t low, int64_t high, std::vector<int32_t>& out) const {
+    // ids of the records whose extents meet [low, high], ascending, into `out`.  A record
+    // spans many segments: `seen[rid] == mark` drops repeats before sorting (the caller
+    // gives each query a fresh mark; `seen` has an entry per record id).
+    void query(int64_t low, int64_t high, std::vector<int32_t>& out, std::vector<int64_t>& seen,
+               int64_t mark) const {
         out.clear();
         if (bounds.empty()) return;
         int64_t i = find(low);
@@ -153,9 +156,13 @@ public:
             out = segs[i];
             return;
         }
-        for (int64_t t = i; t < k; ++t) out.insert(out.end(), segs[t].begin(), segs[t].end());
+        for (int64_t t = i; t < k; ++t)
+            for (int32_t rid : segs[t])
+                if (seen[size_t(rid)] != mark) {
+                    seen[size_t(rid)] = mark;
+                    out.push_back(rid);
+                }
         std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
     }
 };
 
@@ -218,6 +225,8 @@ private:
     std::vector<uint64_t> anc, reach;
     std::vector<int64_t> direct_stamp;
     std::vector<int32_t> cand;
+    std::vector<int64_t> seen;  // per record id: the last query that listed it
+    int64_t mark = 0;
     std::vector<Found> found, kept;
     std::vector<Pending> pending;
     std::vector<Change> changed;
@@ -325,7 +334,7 @@ private:
             bool dense = R.dense[r];
             if (R.mode[r] == READ) {
                 bool skip_raw = P.prune & (1 << RAW);
-                st.writes.query(low, high, cand);
+                st.writes.query(low, high, cand, seen, ++mark);
                 for (int32_t rid : cand) {
                     const Record& old = records[size_t(rid)];
                     int64_t d = j - 1 - old.op;
@@ -348,7 +357,7 @@ private:
                 int kind = which == 0 ? WAR : WAW;
                 bool skip = P.prune & (1 << kind);
                 changed.clear();
-                index.query(low, high, cand);
+                index.query(low, high, cand, seen, ++mark);
                 for (int32_t rid : cand) {
                     const Record old = records[size_t(rid)];
                     int64_t d = j - 1 - old.op;
@@ -410,6 +419,7 @@ private:
                         piece.alive = true;
                         int32_t id = int32_t(records.size());
                         records.push_back(piece);
+                        seen.push_back(0);
                         index.add(id, piece.low, piece.high);
                     }
                 }
@@ -448,6 +458,7 @@ private:
             }
             int32_t id = int32_t(records.size());
             records.push_back(rec);
+            seen.push_back(0);
             (pd.is_read ? st.reads : st.writes).add(id, rec.low, rec.high);
         }
         if (!found.empty()) {
