@@ -18,6 +18,8 @@ from __future__ import annotations
 import gc
 from typing import NamedTuple
 
+import numpy as np
+
 from ..core.operations import Operation
 from ..core.program import check_ops
 from ..core.view import TensorView
@@ -87,7 +89,9 @@ class Dependency(NamedTuple):
 
 class _Memory:
     """Live access records of one memory group: ``records`` maps a record id to
-    ``(op position, view, low, high, dense, layout)`` (cells of the group); two extent
+    ``(op position, view, low, high, dense, layout, left)`` (cells of the group; ``left``:
+    None, or the cells of a non-dense record not yet overwritten, see
+    :func:`_remainder`); two extent
     indexes hold the reads since the last covering write and the writes not yet covered."""
 
     __slots__ = ("reads", "writes", "records", "last_read")
@@ -101,26 +105,83 @@ class _Memory:
 
 def _remainder(new: tuple, old: tuple):
     """What is left live of record ``old`` after the write ``new``: None (all of it),
-    ``()`` (nothing: retire it) or the dense pieces of it that ``new`` did not overwrite.
+    ``()`` (nothing: retire it) or the pieces of it that ``new`` did not overwrite.
 
     Conflicts with an overwritten part pass through ``new``, which conflicts with ``old``
     already; so shrinking records is as safe as retiring them, and keeps windows that are
-    overwritten slot by slot (ring buffers) from piling up. Only dense records are cut;
-    the test for the rest is exact or conservative (never claims a cover that is not).
+    overwritten slot by slot (ring buffers) from piling up. A dense record is cut into dense
+    pieces. A non-dense record of at most ``COVERS_LIMIT`` cells keeps the set of its cells
+    not yet overwritten (``left``) and its extent shrinks to them; it is retired when
+    writes, together, have overwritten every one (strided writes over tiles, head blocks
+    and windows). Its exact tests still use its whole layout: a conflict found on an
+    overwritten cell is still a real conflict.
     """
     if new[4]:
         low, high = new[2], new[3]
         if low <= old[2] and old[3] <= high:  # a dense write covers everything in its extent
             return ()
         if not old[4]:
-            return None
+            return _subtract(old, low, high, None)
         rest = []
         if old[2] < low:
-            rest.append((old[0], old[1], old[2], low - 1, True, _dense(old[2], low - 1)))
+            rest.append((old[0], old[1], old[2], low - 1, True, _dense(old[2], low - 1), None))
         if high < old[3]:
-            rest.append((old[0], old[1], high + 1, old[3], True, _dense(high + 1, old[3])))
+            rest.append((old[0], old[1], high + 1, old[3], True, _dense(high + 1, old[3]),
+                         None))
         return rest
-    return () if solver.covers(new[5], old[5], COVERS_LIMIT) else None
+    if solver.covers(new[5], old[5], COVERS_LIMIT):
+        return ()
+    if old[4] or _size(new[5]) > COVERS_LIMIT:
+        return None
+    return _subtract(old, 0, -1, _cells(new[5]))
+
+
+def _meets_left(old: tuple, new: tuple) -> bool:
+    """Does access ``new`` touch a cell of ``old[6]``, the cells of record ``old`` not yet
+    overwritten? Exact; a large non-dense ``new`` is tested against the record's whole
+    layout instead (a conflict there is real too: the record's op did touch those cells)."""
+    left = old[6]
+    if new[4]:
+        k = int(np.searchsorted(left, new[2]))
+        return k < len(left) and int(left[k]) <= new[3]
+    if _size(new[5]) > COVERS_LIMIT:
+        return solver.intersects(old[5], new[5])
+    return bool(np.intersect1d(left, _cells(new[5]), assume_unique=True).size)
+
+
+def _size(layout) -> int:
+    n = 1
+    for k in layout[1]:
+        n *= k
+    return n
+
+
+def _cells(layout) -> np.ndarray:
+    """The distinct cells of a layout, ascending."""
+    offset, shape, stride = layout
+    cells = np.array([offset], np.int64)
+    for n, s in zip(shape, stride):
+        cells = (cells[:, None] + np.arange(n, dtype=np.int64) * s).ravel()
+    return np.unique(cells)
+
+
+def _subtract(old: tuple, low: int, high: int, cells):
+    """``old`` (non-dense) less the cells in ``[low, high]`` and ``cells``: None when none
+    of its cells go (or it is too large to track), ``()`` when all go, else the record with
+    its remaining cells and their extent."""
+    left = old[6]
+    if left is None:
+        if _size(old[5]) > COVERS_LIMIT:
+            return None
+        left = _cells(old[5])
+    rest = left[(left < low) | (left > high)]
+    if cells is not None:
+        rest = np.setdiff1d(rest, cells, assume_unique=True)
+    if len(rest) == len(left):
+        return None
+    if not len(rest):
+        return ()
+    return [(old[0], old[1], int(rest[0]), int(rest[-1]), False, old[5], rest)]
 
 
 def _dense(low: int, high: int) -> tuple:
@@ -215,7 +276,7 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
             if st is None:
                 st = memories[group] = _Memory()
             records = st.records
-            new = (j, view, low, high, dense, layout)
+            new = (j, view, low, high, dense, layout, None)
             if mode == READ:
                 skip_raw = "RAW" in prunable
                 for rid in sorted(st.writes.query(low, high)):
@@ -223,7 +284,8 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
                     d = j - 1 - old[0]
                     if skip_raw and d < WINDOW and (reach >> d) & 1 and old[0] not in direct:
                         continue
-                    if (dense and old[4]) or intersects(old[5], layout):
+                    if (dense and old[4]) or (intersects(old[5], layout) if old[6] is None
+                                              else _meets_left(old, new)):
                         found.append((old[0], "RAW", old[1], view))
                         direct.add(old[0])
                         if d < WINDOW:
@@ -244,7 +306,8 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
                             if rest is not None:
                                 changed.append((rid, rest))
                         continue
-                    if (dense and old[4]) or intersects(old[5], layout):
+                    if (dense and old[4]) or (intersects(old[5], layout) if old[6] is None
+                                              else _meets_left(old, new)):
                         found.append((old[0], kind, old[1], view))
                         direct.add(old[0])
                         if d < WINDOW:

@@ -8,6 +8,10 @@
 #pragma once
 
 #include <algorithm>
+#include <climits>
+#include <deque>
+#include <iterator>
+#include <set>
 #include <cstdint>
 #include <cstring>
 #include <unordered_map>
@@ -38,6 +42,7 @@ struct Record {
     int32_t op, row;
     int64_t low, high;
     bool dense, piece, alive;
+    int32_t left = -1;  // a non-dense record's cells not yet overwritten: lefts[left]
 };
 
 struct Edge { int32_t src, dst, kind, src_row, dst_row; };
@@ -81,87 +86,53 @@ struct Bits {
     }
 };
 
-// ---------------------------------------------------------------- extent index (extents.py)
-// Segment map: segs[i] holds the records (ascending ids) covering [bounds[i], bounds[i+1]).
+// ---------------------------------------------------------------- extent index
+// The same question as extents.py's segment map (which live records' extents meet
+// [low, high]), answered differently: records are kept once each, by extent length class
+// (lengths in [2^c, 2^(c+1))), sorted by low within a class.  A record of class c meeting
+// [low, high] has its low in [low - 2^(c+1) + 2, high]; the few classes in use are each one
+// ordered range scan, with at most a factor two of extra candidates filtered by `high`.
 class ExtentIndex {
-    std::vector<int64_t> bounds;
-    std::vector<std::vector<int32_t>> segs;
-    int64_t live = 0;
+    struct Entry {
+        int64_t low, high;
+        int32_t rid;
+        bool operator<(const Entry& o) const { return low < o.low || (low == o.low && rid < o.rid); }
+    };
+    std::set<Entry> classes[64];
+    uint64_t used = 0;  // bit c: classes[c] is not empty
 
-    // position of the last bound <= x, or -1
-    int64_t find(int64_t x, int64_t from = 0) const {
-        return int64_t(std::upper_bound(bounds.begin() + from, bounds.end(), x) - bounds.begin()) - 1;
-    }
-    int64_t breakpoint(int64_t at) {
-        int64_t i = find(at);
-        if (i >= 0 && bounds[i] == at) return i;
-        bounds.insert(bounds.begin() + i + 1, at);
-        segs.insert(segs.begin() + i + 1, i >= 0 ? segs[i] : std::vector<int32_t>());
-        return i + 1;
-    }
-    static void erase(std::vector<int32_t>& s, int32_t rid) {
-        auto it = std::lower_bound(s.begin(), s.end(), rid);
-        if (it != s.end() && *it == rid) s.erase(it);
-    }
-    void compact() {
-        std::vector<int64_t> b;
-        std::vector<std::vector<int32_t>> s;
-        for (size_t i = 0; i < bounds.size(); ++i) {
-            if (!s.empty() && s.back() == segs[i]) continue;
-            b.push_back(bounds[i]);
-            s.push_back(std::move(segs[i]));
-        }
-        bounds.swap(b);
-        segs.swap(s);
+    static int class_of(int64_t low, int64_t high) {
+        uint64_t len = uint64_t(high - low) + 1;
+        return 63 - __builtin_clzll(len);
     }
 
 public:
-    // `rid` must be larger than every id added before (ids only grow): segments stay sorted.
     void add(int32_t rid, int64_t low, int64_t high) {
-        int64_t i = breakpoint(low);
-        int64_t k = breakpoint(high + 1);
-        for (int64_t t = i; t < k; ++t) segs[t].push_back(rid);
-        ++live;
-        if (int64_t(bounds.size()) > 8 * live + 64) compact();
+        int c = class_of(low, high);
+        classes[c].insert(Entry{low, high, rid});
+        used |= uint64_t(1) << c;
     }
     void remove(int32_t rid, int64_t low, int64_t high) {
-        int64_t i = find(low);
-        if (i < 0) i = 0;
-        int64_t k = find(high, i + 1) + 1;
-        for (int64_t t = i; t < k && t < int64_t(segs.size()); ++t) erase(segs[t], rid);
-        --live;
+        int c = class_of(low, high);
+        classes[c].erase(Entry{low, high, rid});
+        if (classes[c].empty()) used &= ~(uint64_t(1) << c);
     }
     void cut(int32_t rid, int64_t low, int64_t high, int64_t keep_low, int64_t keep_high) {
-        int64_t a = breakpoint(keep_low);
-        int64_t b = breakpoint(keep_high + 1);
-        int64_t i = std::max<int64_t>(find(low), 0);
-        for (int64_t t = i; t < a; ++t) erase(segs[t], rid);
-        int64_t k = find(high, b) + 1;
-        for (int64_t t = b; t < k; ++t) erase(segs[t], rid);
+        if (low == keep_low && high == keep_high) return;
+        remove(rid, low, high);
+        add(rid, keep_low, keep_high);
     }
-    // ids of the records whose extents meet [low, high], ascending, into `out`.  A record
-    // spans many segments: `seen[rid] == mark` drops repeats before sorting (the caller
-    // gives each query a fresh mark; `seen` has an entry per record id).
-    void query(int64_t low, int64_t high, std::vector<int32_t>& out, std::vector<int64_t>& seen,
-               int64_t mark) const {
+    // ids of the records whose extents meet [low, high], ascending, into `out`
+    void query(int64_t low, int64_t high, std::vector<int32_t>& out) const {
         out.clear();
-        if (bounds.empty()) return;
-        int64_t i = find(low);
-        if (i < 0) {
-            if (high < bounds[0]) return;
-            i = 0;
+        for (uint64_t bits = used; bits; bits &= bits - 1) {
+            int c = __builtin_ctzll(bits);
+            // lengths below 2^(c+1): lows from low - 2^(c+1) + 2 can reach `low`
+            int64_t from = c >= 62 ? INT64_MIN : low - (int64_t(1) << (c + 1)) + 2;
+            for (auto it = classes[c].lower_bound(Entry{from, INT64_MIN, INT32_MIN});
+                 it != classes[c].end() && it->low <= high; ++it)
+                if (it->high >= low) out.push_back(it->rid);
         }
-        int64_t k = find(high, i + 1) + 1;
-        if (k - i == 1) {
-            out = segs[i];
-            return;
-        }
-        for (int64_t t = i; t < k; ++t)
-            for (int32_t rid : segs[t])
-                if (seen[size_t(rid)] != mark) {
-                    seen[size_t(rid)] = mark;
-                    out.push_back(rid);
-                }
         std::sort(out.begin(), out.end());
     }
 };
@@ -212,7 +183,9 @@ public:
 private:
     struct Found { int32_t op, kind, src_row, dst_row; };
     struct Piece { int64_t low, high; };
-    struct Change { int32_t rid; int n; Piece p[2]; };  // n == 0: retire
+    // n == 0 and left < 0: retire; n pieces: dense pieces; left >= 0: scratch[left] are the
+    // cells left of a non-dense record
+    struct Change { int32_t rid; int n; Piece p[2]; int32_t left; };
     struct Pending { int32_t group, row; bool is_read; };
 
     const Rows& R;
@@ -225,8 +198,10 @@ private:
     std::vector<uint64_t> anc, reach;
     std::vector<int64_t> direct_stamp;
     std::vector<int32_t> cand;
-    std::vector<int64_t> seen;  // per record id: the last query that listed it
-    int64_t mark = 0;
+    std::vector<std::vector<int64_t>> lefts, scratch;  // records' cells left; this write's
+    std::vector<int32_t> free_lefts;
+    std::vector<int64_t> new_cells;
+    int64_t new_cells_row = -1;
     std::vector<Found> found, kept;
     std::vector<Pending> pending;
     std::vector<Change> changed;
@@ -260,14 +235,79 @@ private:
         return true;
     }
 
+    // a row's normal form, made on first use (rows are tested many times); null when it
+    // does not fit the checked range (the Python path decides those)
+    std::vector<int32_t> nf_index;  // row -> 1 + position in nf_pool; 0 not made; -1 overflow
+    std::deque<afn::NormalForm> nf_pool;  // a deque: pointers stay valid as it grows
+    const afn::NormalForm* normal_form(int64_t r) {
+        if (nf_index.empty()) nf_index.assign(size_t(R.size()), 0);
+        int32_t k = nf_index[size_t(r)];
+        if (k > 0) return &nf_pool[size_t(k - 1)];
+        if (k < 0) return nullptr;
+        afn::NormalForm nf;
+        try {
+            afn::normalise(row_layout(r), nf);
+        } catch (afn::Overflow&) {
+            nf_index[size_t(r)] = -1;
+            return nullptr;
+        }
+        nf_pool.push_back(std::move(nf));
+        nf_index[size_t(r)] = int32_t(nf_pool.size());
+        return &nf_pool.back();
+    }
+
+    // the distinct cells of row r (at most covers_limit indices), once per row
+    const std::vector<int64_t>& row_cells(int64_t r) {
+        if (new_cells_row != r) {
+            cells_of(row_layout(r), new_cells);
+            new_cells_row = r;
+        }
+        return new_cells;
+    }
+
     bool meets(const Record& old, int64_t r, bool dense, bool& out) {
         if (dense && old.dense) {
             out = true;
             return true;
         }
+        if (old.left >= 0) {  // only its cells not yet overwritten (_meets_left)
+            const std::vector<int64_t>& left = lefts[size_t(old.left)];
+            if (dense) {
+                auto it = std::lower_bound(left.begin(), left.end(), R.low[r]);
+                out = it != left.end() && *it <= R.high[r];
+                return true;
+            }
+            if (size_of(row_layout(r)) <= P.covers_limit) {
+                const std::vector<int64_t>& cells = row_cells(r);
+                out = false;
+                auto a = left.begin(), b = cells.begin();
+                while (a != left.end() && b != cells.end()) {
+                    if (*a < *b) ++a;
+                    else if (*b < *a) ++b;
+                    else { out = true; break; }
+                }
+                return true;
+            }
+        }
         int64_t buf[2];
         afn::Layout a = rec_layout(old, buf), b = row_layout(r);
-        int res = afn::intersects(a, b);
+        int res = afn::UNDECIDED;
+        const afn::NormalForm* nb = normal_form(r);
+        if (nb) {
+            if (old.piece) {
+                try {
+                    afn::NormalForm na;
+                    afn::normalise(a, na);
+                    res = afn::pair(na, *nb, afn::DEFAULT_BUDGET);
+                } catch (afn::Overflow&) {
+                }
+            } else if (const afn::NormalForm* na = normal_form(old.row)) {
+                try {
+                    res = afn::pair(*na, *nb, afn::DEFAULT_BUDGET);
+                } catch (afn::Overflow&) {
+                }
+            }
+        }
         if (res == afn::YES || res == afn::NO) {
             out = res == afn::YES;
             return true;
@@ -300,21 +340,86 @@ private:
         return cb.covers(a, b, out);
     }
 
-    // _remainder: -1 keep as is, else number of pieces left (0: retire)
+    // layout size (indices, with repeats), capped just above the limit
+    int64_t size_of(const afn::Layout& L) const {
+        __int128 n = 1;
+        for (int k = 0; k < L.ndim; ++k) {
+            n *= L.shape[k];
+            if (n > P.covers_limit) return P.covers_limit + 1;
+        }
+        return int64_t(n);
+    }
+    // the distinct cells of a layout of at most covers_limit indices, ascending
+    static void cells_of(const afn::Layout& L, std::vector<int64_t>& out) {
+        out.assign(1, L.offset);
+        for (int k = 0; k < L.ndim; ++k) {
+            size_t m = out.size();
+            int64_t n = L.shape[k], s = L.stride[k];
+            out.resize(m * size_t(n));
+            for (int64_t t = n - 1; t >= 0; --t)
+                for (size_t i = 0; i < m; ++i) out[size_t(t) * m + i] = out[i] + t * s;
+        }
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+
+    // _subtract: old (non-dense) less [low, high] and, if given, `cells`
+    void subtract(const Record& old, int64_t low, int64_t high, const std::vector<int64_t>* cells,
+                  Change& ch, bool& keep) {
+        std::vector<int64_t> fresh;
+        const std::vector<int64_t>* left;
+        if (old.left >= 0) {
+            left = &lefts[size_t(old.left)];
+        } else {
+            afn::Layout L = row_layout(old.row);
+            if (size_of(L) > P.covers_limit) { keep = true; return; }
+            cells_of(L, fresh);
+            left = &fresh;
+        }
+        std::vector<int64_t> rest;
+        rest.reserve(left->size());
+        for (int64_t c : *left)
+            if (c < low || c > high) rest.push_back(c);
+        if (cells) {
+            std::vector<int64_t> diff;
+            diff.reserve(rest.size());
+            std::set_difference(rest.begin(), rest.end(), cells->begin(), cells->end(),
+                                std::back_inserter(diff));
+            rest.swap(diff);
+        }
+        if (rest.size() == left->size()) { keep = true; return; }
+        keep = false;
+        ch.n = 0;
+        if (rest.empty()) return;
+        ch.left = int32_t(scratch.size());
+        scratch.push_back(std::move(rest));
+    }
+
+    // _remainder: keep (leave the record as it is), or the change to make
     bool remainder(int64_t r, bool dense, int64_t low, int64_t high, const Record& old,
                    Change& ch, bool& keep) {
         keep = false;
         ch.n = 0;
+        ch.left = -1;
         if (dense) {
             if (low <= old.low && old.high <= high) return true;
-            if (!old.dense) { keep = true; return true; }
+            if (!old.dense) {
+                subtract(old, low, high, nullptr, ch, keep);
+                return true;
+            }
             if (old.low < low) ch.p[ch.n++] = Piece{old.low, low - 1};
             if (high < old.high) ch.p[ch.n++] = Piece{high + 1, old.high};
             return true;
         }
         bool c;
         if (!covers(r, old, c)) return false;
-        keep = !c;
+        if (c) return true;
+        afn::Layout L = row_layout(r);
+        if (old.dense || size_of(L) > P.covers_limit) {
+            keep = true;
+            return true;
+        }
+        subtract(old, 0, -1, &row_cells(r), ch, keep);
         return true;
     }
 
@@ -334,7 +439,7 @@ private:
             bool dense = R.dense[r];
             if (R.mode[r] == READ) {
                 bool skip_raw = P.prune & (1 << RAW);
-                st.writes.query(low, high, cand, seen, ++mark);
+                st.writes.query(low, high, cand);
                 for (int32_t rid : cand) {
                     const Record& old = records[size_t(rid)];
                     int64_t d = j - 1 - old.op;
@@ -357,7 +462,8 @@ private:
                 int kind = which == 0 ? WAR : WAW;
                 bool skip = P.prune & (1 << kind);
                 changed.clear();
-                index.query(low, high, cand, seen, ++mark);
+                scratch.clear();
+                index.query(low, high, cand);
                 for (int32_t rid : cand) {
                     const Record old = records[size_t(rid)];
                     int64_t d = j - 1 - old.op;
@@ -374,6 +480,7 @@ private:
                                 int64_t buf[2];
                                 if (same_layout(rec_layout(old, buf), row_layout(r))) {
                                     ch.n = 0;
+                                    ch.left = -1;
                                     changed.push_back(ch);
                                 }
                             }
@@ -398,6 +505,29 @@ private:
                         auto it = st.last_read.find({old.low, old.high});
                         if (it != st.last_read.end() && it->second == ch.rid) st.last_read.erase(it);
                     }
+                    if (ch.left >= 0) {  // a non-dense record: fewer cells left
+                        std::vector<int64_t>& cells = scratch[size_t(ch.left)];
+                        int64_t ol = old.low, oh = old.high;
+                        old.low = cells.front();
+                        old.high = cells.back();
+                        if (old.left < 0) {
+                            if (free_lefts.empty()) {
+                                old.left = int32_t(lefts.size());
+                                lefts.emplace_back();
+                            } else {
+                                old.left = free_lefts.back();
+                                free_lefts.pop_back();
+                            }
+                        }
+                        lefts[size_t(old.left)].swap(cells);
+                        index.cut(ch.rid, ol, oh, old.low, old.high);
+                        continue;
+                    }
+                    if (old.left >= 0) {  // its cells are replaced or it retires
+                        std::vector<int64_t>().swap(lefts[size_t(old.left)]);
+                        free_lefts.push_back(old.left);
+                        old.left = -1;
+                    }
                     if (ch.n == 0) {
                         old.alive = false;
                         index.remove(ch.rid, old.low, old.high);
@@ -419,7 +549,6 @@ private:
                         piece.alive = true;
                         int32_t id = int32_t(records.size());
                         records.push_back(piece);
-                        seen.push_back(0);
                         index.add(id, piece.low, piece.high);
                     }
                 }
@@ -458,7 +587,6 @@ private:
             }
             int32_t id = int32_t(records.size());
             records.push_back(rec);
-            seen.push_back(0);
             (pd.is_read ? st.reads : st.writes).add(id, rec.low, rec.high);
         }
         if (!found.empty()) {
