@@ -215,7 +215,7 @@ def test_reinterpreting_views_take_the_table_path():
     ops = [af.FillOperation("w", 1.0).set_outputs(A[1]),
            af.TransformOperation("r").set_inputs(B[20:21])]
     params = (True, 6, 4096, 4096, 1024)
-    assert compiled.walker.walk_ops(ops, af.TensorView, lambda ts: None, af.solver.intersects,
+    assert compiled.walker.walk_ops(tuple(ops), af.TensorView, lambda ts: None, af.solver.intersects,
                                     af.solver.covers, None, params) is None
     got = deps.ordering_edges(ops)
     assert [(d.src, d.dst, d.kind) for d in got] == [("w", "r", "RAW")]

@@ -17,6 +17,7 @@ import numpy as np
 from .. import solver
 from ..core.view import TensorView
 from .lower import element_cells, lower
+from .schedule import OpViews
 
 KINDS = ("RAW", "WAR", "WAW")
 _KIND_BIT = {"RAW": 1, "WAR": 2, "WAW": 4}
@@ -49,7 +50,7 @@ class Edges:
     def __init__(self, data: np.ndarray, view_of, snapshot=None):
         self.data = data
         self.view_of = view_of
-        self.snapshot = snapshot  # [(op, input views, output views)] as walked, if known
+        self.snapshot = snapshot  # the ops' views as walked (OpViews), if known
 
     def __len__(self) -> int:
         return len(self.data)
@@ -73,17 +74,15 @@ def compiled_edges(ops: list, progress, retire: bool, prune, covers_limit: int, 
         return None
     params = (bool(retire), sum(_KIND_BIT[k] for k in set(prune or ())), int(covers_limit),
               int(window), int(progress_step))
-    got = w.walk_ops(ops, TensorView, element_cells, solver.intersects, _covers, progress,
+    got = w.walk_ops(tuple(ops), TensorView, element_cells, solver.intersects, _covers, progress,
                      params)
     if got is not None:
-        raw, meta, snapshot = got
-        meta = np.frombuffer(meta, np.int32).reshape(-1, 3)
-
-        def view_of(row, meta=meta, snapshot=snapshot):
-            op, mode, pos = meta[row].tolist()
-            return snapshot[op][1 + mode][pos]
-
-        return Edges(np.frombuffer(raw, np.int32).reshape(-1, 5), view_of, snapshot)
+        raw, meta, views, n_rows = got
+        meta = np.frombuffer(meta, np.int32)
+        where = meta[:n_rows]
+        snapshot = OpViews(ops, views, meta[n_rows:])
+        return Edges(np.frombuffer(raw, np.int32).reshape(-1, 5),
+                     lambda row: views[where[row]], snapshot)
     # views reinterpreting memory, or values beyond the fast path: lower in Python
     table = lower(ops)
     try:

@@ -24,6 +24,44 @@ def _cost(name: str, value) -> float:
     return weight
 
 
+class OpViews:
+    """The views of a list of ops as they were when analysed, compactly: every view in one
+    list (inputs, then outputs, op by op) and where each op's lists start."""
+
+    __slots__ = ("ops", "views", "starts")
+
+    def __init__(self, ops, views: list, starts):
+        self.ops = tuple(ops)
+        self.views = views
+        self.starts = starts  # 2 * len(ops) + 1 positions in views
+
+    @classmethod
+    def of(cls, ops) -> "OpViews":
+        views, starts = [], []
+        for op in ops:
+            for vs in (op.input_views, op.output_views):
+                starts.append(len(views))
+                views.extend(vs)
+        starts.append(len(views))
+        return cls(ops, views, np.array(starts, np.int64))
+
+    def mismatch(self, ops) -> str | None:
+        """Why ``ops`` (same names, same length) are not these ops, or None."""
+        starts = self.starts.tolist()
+        views = self.views
+        for k, (op, old) in enumerate(zip(ops, self.ops)):
+            if op is not old:
+                return (f"the graph was analysed from a different op list: op {op.name!r} is "
+                        f"another object with the same name")
+            ins, outs = op.input_views, op.output_views
+            a, b, c = starts[2 * k], starts[2 * k + 1], starts[2 * k + 2]
+            if len(ins) != b - a or len(outs) != c - b or any(
+                    x is not y for x, y in zip((*ins, *outs), views[a:c])):
+                return f"op {op.name!r} has other views than when the graph was analysed; " \
+                       f"analyse again"
+        return None
+
+
 class DependencyGraph:
     """Ops (by name, in program order) and the dependency records between them.
 
@@ -37,7 +75,7 @@ class DependencyGraph:
         # runner can refuse a graph analysed from a different (or since changed) op list.
         self._source = None
         if ops and not isinstance(ops[0], str):
-            self._source = [(op, tuple(op.input_views), tuple(op.output_views)) for op in ops]
+            self._source = OpViews.of(ops)
             ops = [op.name for op in ops]
         self.ops = ops
         self._deps = list(dependencies)
@@ -50,8 +88,7 @@ class DependencyGraph:
         (:class:`~aliasflow.analysis.compiled.Edges`); ``make`` builds one dependency record,
         and runs only when :attr:`dependencies` is first read."""
         self = cls.__new__(cls)
-        self._source = edges.snapshot if edges.snapshot is not None else [
-            (op, tuple(op.input_views), tuple(op.output_views)) for op in ops]
+        self._source = edges.snapshot if edges.snapshot is not None else OpViews.of(ops)
         self.ops = [op.name for op in ops]
         self._deps = None
         self._edges = (edges, make)
@@ -134,14 +171,9 @@ class DependencyGraph:
                                  f"is {self.ops[k]!r} there and {names[k]!r} here")
         if self._source is None:
             return
-        for op, (old, ins, outs) in zip(ops, self._source):
-            if op is not old:
-                raise AliasflowError(f"the graph was analysed from a different op list: op "
-                                     f"{op.name!r} is another object with the same name")
-            if len(ins) != len(op.input_views) or len(outs) != len(op.output_views) or any(
-                    a is not b for a, b in zip(ins + outs, op.input_views + op.output_views)):
-                raise AliasflowError(f"op {op.name!r} has other views than when the graph "
-                                     f"was analysed; analyse again")
+        why = self._source.mismatch(ops)
+        if why:
+            raise AliasflowError(why)
 
     def _index(self, op) -> int:
         name = getattr(op, "name", op)

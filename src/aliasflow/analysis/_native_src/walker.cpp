@@ -289,8 +289,9 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     cb.fn_covers = args[4];
     cb.fn_progress = args[5];
     afw::Params p;
-    if (!PyList_CheckExact(ops)) {
-        PyErr_SetString(PyExc_TypeError, "ops must be a list");
+    // a tuple: Python code run by an attribute lookup below cannot change it under us
+    if (!PyTuple_CheckExact(ops)) {
+        PyErr_SetString(PyExc_TypeError, "ops must be a tuple");
         return nullptr;
     }
     if (!PyType_Check(view_type)) {
@@ -302,20 +303,29 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         !check_callable(cb.fn_progress, "progress", true) ||
         !read_params(args[6], p, cb.covers_limit))
         return nullptr;
-    Py_ssize_t n_ops = PyList_GET_SIZE(ops);
+    Py_ssize_t n_ops = PyTuple_GET_SIZE(ops);
     if (n_ops >= INT32_MAX / 2) Py_RETURN_NONE;
 
     afw::Rows rows;
     std::vector<int32_t> row_tensor, row_pos;
-    std::vector<PyObject*> tensor_of;  // borrowed (kept alive through the snapshot's views)
+    std::vector<PyObject*> tensor_of;  // owned by `tlist`
     std::unordered_map<PyObject*, int32_t> tensor_index;
-    PyObject* snapshot = PyList_New(n_ops);
+    // what the graph keeps of the ops as walked: every view in order (inputs, then outputs,
+    // op by op) and where each op's lists start; Dependency records find their views here
+    PyObject* snapshot = PyList_New(0);
     if (!snapshot) return nullptr;
+    std::vector<int32_t> vstart;
+    vstart.reserve(size_t(2 * n_ops + 1));
+    PyObject* tlist = PyList_New(0);
+    if (!tlist) {
+        Py_DECREF(snapshot);
+        return nullptr;
+    }
     rows.dims_start.push_back(0);
     int status = 1;  // 1 ok, 0 fall back, -1 error
     PyObject* seen[16];
     for (Py_ssize_t j = 0; j < n_ops && status == 1; ++j) {
-        PyObject* op = PyList_GET_ITEM(ops, j);  // the list is ours (the caller made it)
+        PyObject* op = PyTuple_GET_ITEM(ops, j);
         rows.op_starts.push_back(rows.size());
         PyObject* lists[2] = {PyObject_GetAttr(op, names.input_views),
                               PyObject_GetAttr(op, names.output_views)};
@@ -327,10 +337,11 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         }
         Py_XDECREF(lists[0]);
         Py_XDECREF(lists[1]);
-        if (status == 1) {
-            PyObject* entry = PyTuple_Pack(3, op, tup[0], tup[1]);
-            if (!entry) status = -1;
-            else PyList_SET_ITEM(snapshot, j, entry);
+        for (int m = 0; m < 2 && status == 1; ++m) {
+            vstart.push_back(int32_t(PyList_GET_SIZE(snapshot)));
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(tup[m]) && status == 1; ++k)
+                if (PyList_Append(snapshot, PyTuple_GET_ITEM(tup[m], k)) < 0) status = -1;
+            if (PyList_GET_SIZE(snapshot) >= INT32_MAX / 2) status = 0;
         }
         for (int m = 0; m < 2 && status == 1; ++m) {
             Py_ssize_t nv = PyTuple_GET_SIZE(tup[m]);
@@ -361,8 +372,12 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                     auto it = tensor_index.find(t);
                     if (it == tensor_index.end()) {
                         ti = int32_t(tensor_of.size());
-                        tensor_index.emplace(t, ti);
-                        tensor_of.push_back(t);
+                        if (PyList_Append(tlist, t) < 0) {
+                            status = -1;
+                        } else {
+                            tensor_index.emplace(t, ti);
+                            tensor_of.push_back(t);
+                        }
                     } else {
                         ti = it->second;
                     }
@@ -384,26 +399,15 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         Py_XDECREF(tup[0]);
         Py_XDECREF(tup[1]);
     }
+    if (status == 1 && rows.size() >= INT32_MAX / 4) status = 0;
     if (status != 1) {
         Py_DECREF(snapshot);
+        Py_DECREF(tlist);
         if (status < 0) return nullptr;
         Py_RETURN_NONE;
     }
     rows.op_starts.push_back(rows.size());
-    if (rows.size() >= INT32_MAX / 4) {
-        Py_DECREF(snapshot);
-        Py_RETURN_NONE;
-    }
     // place(tensors) -> (groups, shifts) or None
-    PyObject* tlist = PyList_New(Py_ssize_t(tensor_of.size()));
-    if (!tlist) {
-        Py_DECREF(snapshot);
-        return nullptr;
-    }
-    for (size_t k = 0; k < tensor_of.size(); ++k) {
-        Py_INCREF(tensor_of[k]);
-        PyList_SET_ITEM(tlist, Py_ssize_t(k), tensor_of[k]);
-    }
     PyObject* placed = PyObject_CallOneArg(place, tlist);
     Py_DECREF(tlist);
     if (!placed) {
@@ -453,13 +457,12 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         Py_DECREF(snapshot);
         return nullptr;
     }
-    // row -> (op, mode, position in the op's tuple)
-    std::vector<int32_t> meta(rows.op.size() * 3);
-    for (size_t r = 0; r < rows.op.size(); ++r) {
-        meta[3 * r] = rows.op[r];
-        meta[3 * r + 1] = rows.mode[r];
-        meta[3 * r + 2] = row_pos[r];
-    }
+    // row -> position of its view in the snapshot; then where each op's lists start
+    vstart.push_back(int32_t(PyList_GET_SIZE(snapshot)));
+    std::vector<int32_t> meta(rows.op.size() + vstart.size());
+    for (size_t r = 0; r < rows.op.size(); ++r)
+        meta[r] = vstart[size_t(2 * rows.op[r] + rows.mode[r])] + row_pos[r];
+    std::copy(vstart.begin(), vstart.end(), meta.begin() + rows.op.size());
     PyObject* meta_b = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(meta.data()),
                                                  Py_ssize_t(meta.size() * sizeof(int32_t)));
     if (!meta_b) {
@@ -467,7 +470,7 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         Py_DECREF(snapshot);
         return nullptr;
     }
-    return Py_BuildValue("(NNN)", edges, meta_b, snapshot);
+    return Py_BuildValue("(NNNn)", edges, meta_b, snapshot, Py_ssize_t(rows.op.size()));
 }
 
 // ---------------------------------------------------------------- walk_table
@@ -576,7 +579,8 @@ PyObject* py_walk_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyMethodDef methods[] = {
     {"walk_ops", (PyCFunction)(void (*)(void))py_walk_ops, METH_FASTCALL,
      "walk_ops(ops, view_type, place, intersects, covers, progress, params) -> "
-     "(edges, rows, snapshot) or None (use walk_table)."},
+     "(edges, meta, views, n_rows) or None (use walk_table): meta holds each row's "
+     "position in views, then where each op's inputs and outputs start there."},
     {"walk_table", (PyCFunction)(void (*)(void))py_walk_table, METH_FASTCALL,
      "walk_table(n_ops, n_groups, columns, intersects, covers, progress, params) -> edges."},
     {nullptr, nullptr, 0, nullptr}};
