@@ -24,6 +24,17 @@ def test_extension_built():
     assert api._native is _native
 
 
+def test_walker_built():
+    """The compiled dependency walk too (unless AF_PURE=1)."""
+    from aliasflow.analysis import compiled
+    if PURE:
+        assert compiled.walker is None
+        return
+    from aliasflow.analysis import _walker  # the import error, if any, is the message
+
+    assert compiled.walker is _walker
+
+
 native = api._native
 needs_native = pytest.mark.skipif(native is None, reason="compiled backend not in use "
                                   "(AF_PURE=1, or not built: test_extension_built fails then)")
