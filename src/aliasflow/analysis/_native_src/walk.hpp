@@ -265,6 +265,42 @@ private:
         return new_cells;
     }
 
+    // rows' (shape, stride) interned to small ids, made on first use
+    struct DimsHash {
+        size_t operator()(const std::vector<int64_t>& v) const {
+            uint64_t h = 1469598103934665603ULL;
+            for (int64_t x : v) h = (h ^ uint64_t(x)) * 1099511628211ULL;
+            return size_t(h);
+        }
+    };
+    std::unordered_map<std::vector<int64_t>, int32_t, DimsHash> shape_ids;
+    std::vector<int32_t> row_shape;  // row -> 1 + id; 0 not made
+    std::vector<int64_t> dims_key;
+    int32_t shape_id(int64_t r) {
+        if (row_shape.empty()) row_shape.assign(size_t(R.size()), 0);
+        int32_t& id = row_shape[size_t(r)];
+        if (id) return id - 1;
+        int64_t a = R.dims_start[r], b = R.dims_start[r + 1];
+        dims_key.assign(R.shape.begin() + a, R.shape.begin() + b);
+        dims_key.insert(dims_key.end(), R.stride.begin() + a, R.stride.begin() + b);
+        auto it = shape_ids.emplace(dims_key, int32_t(shape_ids.size())).first;
+        id = it->second + 1;
+        return it->second;
+    }
+    struct PairKey {
+        int32_t a, b;
+        int64_t delta;
+        bool operator==(const PairKey& o) const { return a == o.a && b == o.b && delta == o.delta; }
+    };
+    struct PairKeyHash {
+        size_t operator()(const PairKey& k) const {
+            return size_t((uint64_t(uint32_t(k.a)) * 0x9E3779B97F4A7C15ULL) ^
+                          (uint64_t(uint32_t(k.b)) * 0xC2B2AE3D27D4EB4FULL) ^ uint64_t(k.delta));
+        }
+    };
+    static constexpr size_t PAIR_CACHE_LIMIT = size_t(1) << 20;
+    std::unordered_map<PairKey, int, PairKeyHash> pair_cache;
+
     bool meets(const Record& old, int64_t r, bool dense, bool& out) {
         if (dense && old.dense) {
             out = true;
@@ -302,9 +338,21 @@ private:
                 } catch (afn::Overflow&) {
                 }
             } else if (const afn::NormalForm* na = normal_form(old.row)) {
-                try {
-                    res = afn::pair(*na, *nb, afn::DEFAULT_BUDGET);
-                } catch (afn::Overflow&) {
+                // footprints move with their offsets: the answer for two shapes at one
+                // offset difference is the answer for every pair like them
+                PairKey key{shape_id(old.row), shape_id(r), R.offset[r] - R.offset[old.row]};
+                auto hit = pair_cache.find(key);
+                if (hit != pair_cache.end()) {
+                    res = hit->second;
+                } else {
+                    try {
+                        res = afn::pair(*na, *nb, afn::DEFAULT_BUDGET);
+                    } catch (afn::Overflow&) {
+                    }
+                    if (res == afn::YES || res == afn::NO) {
+                        if (pair_cache.size() >= PAIR_CACHE_LIMIT) pair_cache.clear();
+                        pair_cache.emplace(key, res);
+                    }
                 }
             }
         }
