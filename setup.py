@@ -37,7 +37,7 @@ setup(
         Extension(
             "aliasflow.analysis._walker",
             sources=[f"{WALK}/walker.cpp"],
-            depends=[f"{WALK}/walk.hpp", f"{SRC}/overlap.hpp"],
+            depends=[f"{WALK}/walk.hpp", f"{WALK}/index.hpp", f"{SRC}/overlap.hpp"],
             language="c++",
             extra_compile_args=compile_args,
             extra_link_args=link_args,

@@ -128,7 +128,7 @@ def dead(pid, wait=10.0):
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] in "ZX":
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone before or while reading
             return True
         time.sleep(0.1)
     return False

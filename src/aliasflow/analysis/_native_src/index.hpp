@@ -1,0 +1,103 @@
+// Pieces of the compiled dependency walk that need nothing else: the windowed ancestor
+// bitsets (dependencies._prune's big ints) and the index of live records by extent (the
+// question extents.py answers).
+#pragma once
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace afw {
+
+// ---------------------------------------------------------------- windowed ancestor bitsets
+// Bit d of an op's set: op (k - 1 - d) is an ancestor.  `words` 64-bit words; bits at or
+// past `bits` are always zero.
+struct Bits {
+    int bits = 0, words = 0;
+    uint64_t last_mask = ~uint64_t(0);
+    void init(int n) {
+        bits = n;
+        words = (n + 63) / 64;
+        last_mask = (n % 64) ? ((uint64_t(1) << (n % 64)) - 1) : ~uint64_t(0);
+    }
+    static bool test(const uint64_t* b, int64_t d) { return (b[d >> 6] >> (d & 63)) & 1; }
+    // dst |= (src << k) | (1 << (k - 1)), truncated to `bits`; 1 <= k <= bits
+    void or_shifted(uint64_t* dst, const uint64_t* src, int64_t k) const {
+        int64_t ws = k >> 6, bs = k & 63;
+        for (int64_t i = words - 1; i >= ws; --i) {
+            uint64_t v = src[i - ws] << bs;
+            if (bs && i - ws - 1 >= 0) v |= src[i - ws - 1] >> (64 - bs);
+            dst[i] |= v;
+        }
+        int64_t d = k - 1;
+        dst[d >> 6] |= uint64_t(1) << (d & 63);
+        dst[words - 1] &= last_mask;
+    }
+    bool any(const uint64_t* b) const {
+        for (int i = 0; i < words; ++i)
+            if (b[i]) return true;
+        return false;
+    }
+};
+
+// ---------------------------------------------------------------- extent index
+// The same question as extents.py's segment map (which live records' extents meet
+// [low, high]), answered differently: records are kept once each, by extent length class
+// (lengths in [2^c, 2^(c+1))), sorted by low within a class.  A record of class c meeting
+// [low, high] has its low in [low - 2^(c+1) + 2, high]; the few classes in use are each one
+// ordered range scan, with at most a factor two of extra candidates filtered by `high`.
+class ExtentIndex {
+    struct Entry {
+        int64_t low, high;
+        int32_t rid;
+        bool operator<(const Entry& o) const { return low < o.low || (low == o.low && rid < o.rid); }
+    };
+    std::set<Entry> classes[64];
+    uint64_t used = 0;  // bit c: classes[c] is not empty
+
+    static int class_of(int64_t low, int64_t high) {
+        uint64_t len = uint64_t(high - low) + 1;
+        return 63 - __builtin_clzll(len);
+    }
+
+public:
+    void add(int32_t rid, int64_t low, int64_t high) {
+        int c = class_of(low, high);
+        classes[c].insert(Entry{low, high, rid});
+        used |= uint64_t(1) << c;
+    }
+    void remove(int32_t rid, int64_t low, int64_t high) {
+        int c = class_of(low, high);
+        classes[c].erase(Entry{low, high, rid});
+        if (classes[c].empty()) used &= ~(uint64_t(1) << c);
+    }
+    void cut(int32_t rid, int64_t low, int64_t high, int64_t keep_low, int64_t keep_high) {
+        if (low == keep_low && high == keep_high) return;
+        remove(rid, low, high);
+        add(rid, keep_low, keep_high);
+    }
+    // ids of the records whose extents meet [low, high], ascending, into `out`
+    void query(int64_t low, int64_t high, std::vector<int32_t>& out) const {
+        out.clear();
+        for (uint64_t bits = used; bits; bits &= bits - 1) {
+            int c = __builtin_ctzll(bits);
+            // lengths below 2^(c+1): lows from low - 2^(c+1) + 2 can reach `low`
+            int64_t from = c >= 62 ? INT64_MIN : low - (int64_t(1) << (c + 1)) + 2;
+            for (auto it = classes[c].lower_bound(Entry{from, INT64_MIN, INT32_MIN});
+                 it != classes[c].end() && it->low <= high; ++it)
+                if (it->high >= low) out.push_back(it->rid);
+        }
+        std::sort(out.begin(), out.end());
+    }
+};
+
+struct PairHash {
+    size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+        return std::hash<int64_t>()(p.first * 0x9E3779B97F4A7C15ULL ^ uint64_t(p.second));
+    }
+};
+
+}  // namespace afw
