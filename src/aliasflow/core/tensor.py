@@ -7,16 +7,27 @@ import numpy as np
 
 from .errors import AliasflowError
 from .storage import Storage
-from .values import MAX_DIMS, check_dtype, check_ints, check_nbytes, fit_array
+from .values import INT64, MAX_DIMS, check_dtype, check_ints, check_nbytes, fit_array
+
+_INT64_MAX = INT64[1]
 
 
 def _is_int(x) -> bool:
     """A Python or NumPy integer, not a bool."""
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    return type(x) is int or (isinstance(x, (int, np.integer))
+                              and not isinstance(x, (bool, np.bool_)))
 
 
 def _check_shape(owner: str, shape) -> tuple[int, ...]:
     """Return ``shape`` as a tuple of non-negative ints or refuse it, naming ``owner``."""
+    if type(shape) is tuple and len(shape) <= MAX_DIMS:
+        # the common case, a tuple of plain ints in range, is returned as it is (the general
+        # path below would build an equal tuple)
+        for d in shape:
+            if type(d) is not int or not 0 <= d <= _INT64_MAX:
+                break
+        else:
+            return shape
     if _is_int(shape):
         shape = (shape,)
     try:
@@ -63,6 +74,7 @@ class Tensor:
     """
 
     is_virtual = False
+    _full = None  # (storage, the whole tensor as a view): see view()
 
     def __init__(self, name: str, shape, dtype="float32", data=None):
         self.name = _check_name(name)
@@ -168,32 +180,69 @@ class Tensor:
         return self.dtype.itemsize
 
     def view(self, name: str | None = None):
-        """The whole tensor as a :class:`TensorView`."""
-        from .view import TensorView
-        return TensorView(name or self.name, self, 0, self.shape)
+        """The whole tensor as a :class:`TensorView`.
+
+        Without a name, the same (immutable) view object every time: movement ops on the
+        tensor start from it, and making it afresh, bounds checks and all, would cost more
+        than the op itself.
+        """
+        if name is None:
+            return self._full_view()
+        return _view_class()(name or self.name, self, 0, self.shape)
+
+    def _full_view(self):
+        full = self._full
+        # reuse it while it still describes this tensor (a copy.copy of the tensor, or fields
+        # assigned later, make it stale)
+        if full is not None and full[0] is self.storage:
+            view = full[1]
+            if view.tensor is self and view._name is self.name and view.shape is self.shape \
+                    and view.dtype is self.dtype:
+                return view
+        view = _view_class()(self.name, self, 0, self.shape)
+        self._full = (self.storage, view)
+        return view
 
     # Movement ops on the tensor start from its full view.
     def __getitem__(self, index):
-        return self.view()[index]
+        full = self._full
+        if full is not None and full[0] is self.storage:  # _full_view, inlined
+            view = full[1]
+            if view.tensor is self and view._name is self.name and view.shape is self.shape \
+                    and view.dtype is self.dtype:
+                return view[index]
+        return self._full_view()[index]
 
     def transpose(self, *axes):
-        return self.view().transpose(*axes)
+        return self._full_view().transpose(*axes)
 
     @property
     def T(self):
-        return self.view().T
+        return self._full_view().T
 
     def reshape(self, *shape):
-        return self.view().reshape(*shape)
+        return self._full_view().reshape(*shape)
 
     def broadcast_to(self, shape):
-        return self.view().broadcast_to(shape)
+        return self._full_view().broadcast_to(shape)
 
     def as_strided(self, shape, stride, offset: int = 0, name: str | None = None):
-        return self.view().as_strided(shape, stride, offset, name=name)
+        return self._full_view().as_strided(shape, stride, offset, name=name)
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _view_class():
+    """:class:`TensorView` (its module imports this one, so it is looked up once, late)."""
+    global _TensorView
+    if _TensorView is None:
+        from .view import TensorView
+        _TensorView = TensorView
+    return _TensorView
+
+
+_TensorView = None
 
 
 def _check_name(name) -> str:
