@@ -45,6 +45,23 @@ def _check_shape(owner: str, shape) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
+class _DataWhenRead:
+    """``Tensor.data`` of a tensor made by :meth:`Tensor._over_lazily`: the array over its
+    storage, made (once) when first read, since most imported arrays are only analysed.
+    Tensors made any other way set ``data`` themselves, which hides this."""
+
+    def __get__(self, tensor, owner=None):
+        if tensor is None:
+            return self
+        if tensor.storage.has_memory:
+            need = prod(tensor.shape) * tensor.dtype.itemsize
+            data = tensor.storage.bytes[:need].view(tensor.dtype).reshape(tensor.shape)
+        else:
+            data = _no_data(tensor.name, tensor.dtype, tensor.shape)
+        tensor.__dict__["data"] = data
+        return data
+
+
 class Tensor:
     """A named tensor: a shape and dtype over one :class:`~aliasflow.Storage`.
 
@@ -74,6 +91,7 @@ class Tensor:
     """
 
     is_virtual = False
+    data = _DataWhenRead()
     _full = None  # (storage, the whole tensor as a view): see view()
 
     def __init__(self, name: str, shape, dtype="float32", data=None):
@@ -99,6 +117,15 @@ class Tensor:
     def _over(cls, name: str, storage: Storage, dtype: np.dtype, shape: tuple, data):
         t = cls.__new__(cls)
         t.name, t.storage, t.dtype, t.shape, t.data = name, storage, dtype, shape, data
+        t.is_virtual = not storage.has_memory
+        return t
+
+    @classmethod
+    def _over_lazily(cls, name: str, storage: Storage, dtype: np.dtype, shape: tuple):
+        """A tensor over ``storage`` from fields known to be valid (``shape`` and ``dtype``
+        fit in it); its ``data`` is made when first read."""
+        t = cls.__new__(cls)
+        t.name, t.storage, t.dtype, t.shape = name, storage, dtype, shape
         t.is_virtual = not storage.has_memory
         return t
 
