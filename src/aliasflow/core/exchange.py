@@ -75,7 +75,8 @@ def _extent_storage(array: np.ndarray, name, root_of):
     unit = isz
     for n, s in zip(array.shape, array.strides):
         if n == 0:
-            return Storage(address, 0, owner=array, name=name, _root_of=root_of), 0, isz
+            return Storage(address, 0, owner=array, name=name, _root_of=root_of,
+                           readonly=not array.flags.writeable), 0, isz
         if n > 1:
             unit = gcd(unit, s)
             if s < 0:

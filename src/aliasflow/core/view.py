@@ -59,9 +59,13 @@ def _render(recipe) -> str:
     """The name a recipe stands for. A recipe is ``(parent, step)``: ``parent`` a name or
     recipe, ``step`` a suffix string, a basic index (a tuple of ints, slices, None and
     ``...``), written as ``[...]`` the way :func:`apply_index` writes it, or a list of
-    immutable values written one after the other as ``str`` writes them."""
+    immutable values written one after the other as ``str`` writes them. A recipe may also be
+    a function of no arguments that returns the name (see :meth:`TensorView._named_later`)."""
     steps = []
     while type(recipe) is not str:
+        if type(recipe) is not tuple:
+            recipe = recipe()
+            continue
         recipe, step = recipe
         kind = type(step)
         steps.append(step if kind is str else
@@ -200,6 +204,19 @@ class TensorView(_ViewFields):
                                   _checked_extent(name, tensor, offset, vshape, vstride,
                                                   vdtype))
         return _build(cls, *_general_fields(name, tensor, offset, shape, stride, dtype))
+
+    @classmethod
+    def _named_later(cls, name_of, tensor: Tensor, offset: int, shape, stride) -> "TensorView":
+        """``TensorView(name_of(), tensor, offset, shape, stride)``, with ``name_of`` (a
+        function of no arguments returning a non-empty string) called only when the name is
+        first asked for: a tracer names every view it makes and prints few of them."""
+        if isinstance(tensor, Tensor) and type(offset) is int and 0 <= offset <= _I64_MAX \
+                and _plain_dims(shape, 0) and _plain_dims(stride, _I64_MIN) \
+                and len(shape) == len(stride):
+            return _build(cls, name_of, tensor, offset, shape, stride, tensor.dtype,
+                          _checked_extent(name_of, tensor, offset, shape, stride,
+                                          tensor.dtype))
+        return cls(name_of(), tensor, offset, shape, stride)
 
     @classmethod
     def _make(cls, name, tensor, offset, shape, stride, dtype) -> "TensorView":
