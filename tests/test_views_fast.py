@@ -280,9 +280,29 @@ def test_derived_views_are_immutable_and_names_render_once():
     with pytest.raises(AttributeError):
         v.name = "x"
     assert type(v) is af.TensorView and copy.copy(v) is v
-    assert t.view() is t.view() and t.view("B") is not t.view()
+    assert t.view() == t.view() and t.view().tensor is t and t.view("B").name == "B"
     c = copy.copy(t)  # the copy's full view is its own, not the original's
     assert c.view().tensor is c and c[0].tensor is c
+
+
+def test_a_tensor_is_freed_when_its_last_reference_goes():
+    """Views refer to their tensor, and the tensor keeps no view: no cycle, so its memory
+    goes with the last reference, without waiting for the cyclic garbage collector."""
+    import gc
+    import weakref
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        t = af.Tensor("A", (64, 64))
+        v = t[1:, ::2].T
+        gone = weakref.ref(t.storage)
+        del t
+        assert gone() is not None  # v keeps it
+        del v
+        assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # ------------------------------------------------------------------ imports from NumPy

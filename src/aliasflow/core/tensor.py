@@ -92,7 +92,7 @@ class Tensor:
 
     is_virtual = False
     data = _DataWhenRead()
-    _full = None  # (storage, the whole tensor as a view): see view()
+    _full = None  # what the whole tensor's view is made from: see _full_view()
 
     def __init__(self, name: str, shape, dtype="float32", data=None):
         self.name = _check_name(name)
@@ -209,9 +209,8 @@ class Tensor:
     def view(self, name: str | None = None):
         """The whole tensor as a :class:`TensorView`.
 
-        Without a name, the same (immutable) view object every time: movement ops on the
-        tensor start from it, and making it afresh, bounds checks and all, would cost more
-        than the op itself.
+        Movement ops on the tensor start from it, so without a name it is made from fields
+        kept from the first time (its strides and extent, checked then), not checked again.
         """
         if name is None:
             return self._full_view()
@@ -219,25 +218,22 @@ class Tensor:
 
     def _full_view(self):
         full = self._full
-        # reuse it while it still describes this tensor (a copy.copy of the tensor, or fields
-        # assigned later, make it stale)
-        if full is not None and full[0] is self.storage:
-            view = full[1]
-            if view.tensor is self and view._name is self.name and view.shape is self.shape \
-                    and view.dtype is self.dtype:
-                return view
+        storage = self.storage
+        # The fields are reused while they still describe this tensor (a copy.copy of it, or
+        # fields assigned later, make them stale). Only fields are kept, never the view,
+        # which refers to the tensor: a cycle would leave the tensor's memory to the cyclic
+        # garbage collector instead of freeing it when the last reference goes.
+        if full is not None and full[0] is storage and full[1] is self.name and \
+                full[2] is self.shape and full[3] is self.dtype and full[4] == storage.nbytes:
+            return _build_view(_TensorView, self.name, self, 0, self.shape, full[5], self.dtype,
+                               full[6])
         view = _view_class()(self.name, self, 0, self.shape)
-        self._full = (self.storage, view)
+        self._full = (storage, self.name, self.shape, self.dtype, storage.nbytes, view.stride,
+                      view.extent)
         return view
 
     # Movement ops on the tensor start from its full view.
     def __getitem__(self, index):
-        full = self._full
-        if full is not None and full[0] is self.storage:  # _full_view, inlined
-            view = full[1]
-            if view.tensor is self and view._name is self.name and view.shape is self.shape \
-                    and view.dtype is self.dtype:
-                return view[index]
         return self._full_view()[index]
 
     def transpose(self, *axes):
@@ -262,14 +258,14 @@ class Tensor:
 
 def _view_class():
     """:class:`TensorView` (its module imports this one, so it is looked up once, late)."""
-    global _TensorView
+    global _TensorView, _build_view
     if _TensorView is None:
-        from .view import TensorView
-        _TensorView = TensorView
+        from .view import TensorView, _build
+        _TensorView, _build_view = TensorView, _build
     return _TensorView
 
 
-_TensorView = None
+_TensorView = _build_view = None
 
 
 def _check_name(name) -> str:
