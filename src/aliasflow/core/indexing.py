@@ -37,17 +37,17 @@ def _index_text(item) -> str:
     return str(int(item))
 
 
-def fast_index(view, index):
-    """:func:`apply_index` for the common index: plain ints and slices of plain ints (or
-    None) within 64 bits, ``None`` and one ``...``, every int in range. Returns
+def fast_index(offset: int, vshape: tuple, vstride: tuple, index):
+    """:func:`apply_index` on a view with these fields, for the common index: plain ints and
+    slices of plain ints (or None) within 64 bits, ``None`` and one ``...``, every int in
+    range. Returns
     ``(offset, shape, stride)`` as :func:`apply_index` does (its ``text`` is what
     ``_index_text`` makes of each item), or None for any other index (valid or not), which
     then takes the general path and its checks and messages.
     """
     items = index if type(index) is tuple else (index,)
-    vshape, vstride = view.shape, view.stride
     ndim = len(vshape)
-    offset, dim = view.offset, 0
+    dim = 0
     shape, stride = [], []
     ellipsis = False
     for item in items:
@@ -92,8 +92,9 @@ def fast_index(view, index):
             dim += fill
         else:
             return None
-    shape.extend(vshape[dim:])
-    stride.extend(vstride[dim:])
+    if dim < ndim:
+        shape.extend(vshape[dim:])
+        stride.extend(vstride[dim:])
     return offset, shape, stride
 
 

@@ -234,6 +234,14 @@ class Tensor:
 
     # Movement ops on the tensor start from its full view.
     def __getitem__(self, index):
+        full = self._full
+        storage = self.storage
+        if full is not None and full[0] is storage and full[1] is self.name and \
+                full[2] is self.shape and full[3] is self.dtype and full[4] == storage.nbytes:
+            # _full_view()[index] without making the full view (see TensorView.__getitem__)
+            view = _indexed(self.name, self, 0, self.shape, full[5], self.dtype, full[6], index)
+            if view is not None:
+                return view
         return self._full_view()[index]
 
     def transpose(self, *axes):
@@ -258,14 +266,14 @@ class Tensor:
 
 def _view_class():
     """:class:`TensorView` (its module imports this one, so it is looked up once, late)."""
-    global _TensorView, _build_view
+    global _TensorView, _build_view, _indexed
     if _TensorView is None:
-        from .view import TensorView, _build
+        from .view import TensorView, _build, _indexed
         _TensorView, _build_view = TensorView, _build
     return _TensorView
 
 
-_TensorView = _build_view = None
+_TensorView = _build_view = _indexed = None
 
 
 def _check_name(name) -> str:

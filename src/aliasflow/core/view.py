@@ -124,6 +124,23 @@ def _label(name) -> str:
     return name if type(name) is str else _render(name)
 
 
+def _indexed(name, tensor, offset, shape, stride, dtype, extent, index):
+    """``view[index]`` for the view with these fields, when the index is of the common kind
+    (see :func:`fast_index`); None otherwise. A non-empty result touches only elements the
+    view touches, so it is in bounds; an empty one (no element to vouch for its offset) and
+    one with too many dims are checked."""
+    fast = fast_index(offset, shape, stride, index)
+    if fast is None:
+        return None
+    offset, shape, stride = fast
+    shape, stride = tuple(shape), tuple(stride)
+    name = (name, index if type(index) is tuple else (index,))
+    part = _extent(offset, shape, stride)
+    if part is None or extent is None or len(shape) > MAX_DIMS:
+        part = _checked_extent(name, tensor, offset, shape, stride, dtype)
+    return _build(TensorView, name, tensor, offset, shape, stride, dtype, part)
+
+
 def _plain_dims(dims, low: int) -> bool:
     """True when ``dims`` is a tuple of at most MAX_DIMS plain ints in ``low..2**63-1``: what
     a view stores, so nothing needs converting or checking beyond the bounds."""
@@ -444,14 +461,13 @@ class TensorView(_ViewFields):
         return _build(TensorView, name, self.tensor, offset, shape, stride, self.dtype, extent)
 
     def __getitem__(self, index) -> "TensorView":
-        fast = fast_index(self, index)
-        if fast is None:  # anything unusual, valid or not: the general path
+        view = _indexed(self._name, self.tensor, self.offset, self.shape, self.stride,
+                        self.dtype, self.extent, index)
+        if view is None:  # anything unusual, valid or not: the general path
             check_ints(index, f"view {self.name!r}: index")
             offset, shape, stride, text = apply_index(self, index)
             return self._part(f"{self.name}[{text}]", offset, tuple(shape), tuple(stride))
-        offset, shape, stride = fast
-        return self._part((self._name, index if type(index) is tuple else (index,)), offset,
-                          tuple(shape), tuple(stride))
+        return view
 
     def transpose(self, *axes) -> "TensorView":
         """Permute the axes (reverse them when none are given), like ``ndarray.transpose``."""
