@@ -270,6 +270,15 @@ def test_constructor_refusals_name_the_value(bad, match):
         af.TensorView("v", t, **bad)
 
 
+def test_names_of_any_str_type():
+    t = af.Tensor("A", (4,))
+    v = af.TensorView(np.str_("v"), t)
+    assert v.name == "v" and v[1:].name == "v[1:]" and v.T.name == "v.T"
+    assert t[::2].rename(np.str_("w")).name == "w" and t[::2].rename("").name == "A[::2]"
+    with pytest.raises(af.AliasflowError, match="'A': a new name must be a string, got 5"):
+        t.view().rename(5)
+
+
 def test_derived_views_are_immutable_and_names_render_once():
     t = af.Tensor("A", (6, 8))
     v = t[1:, ::2][..., None, 0].T.reshape(-1)

@@ -62,7 +62,7 @@ def _render(recipe) -> str:
     immutable values written one after the other as ``str`` writes them. A recipe may also be
     a function of no arguments that returns the name (see :meth:`TensorView._named_later`)."""
     steps = []
-    while type(recipe) is not str:
+    while not isinstance(recipe, str):
         if type(recipe) is not tuple:
             recipe = recipe()
             continue
@@ -197,7 +197,7 @@ class TensorView(_ViewFields):
         """The view's name (a label, not part of equality): given, or made from the parent's
         name and the op, as ``A[1:, ::2].T``."""
         name = self._name
-        if type(name) is not str:
+        if not isinstance(name, str):
             name = _render(name)
             object.__setattr__(self, "_name", name)
         return name
@@ -616,7 +616,10 @@ class TensorView(_ViewFields):
                           self.dtype)
 
     def rename(self, name: str) -> "TensorView":
-        return self._same_elements(name or self.name, self.shape, self.stride)
+        if not isinstance(name, str):
+            raise AliasflowError(f"view {self.name!r}: a new name must be a string, got "
+                                 f"{name!r}")
+        return self._same_elements(name or self._name, self.shape, self.stride)
 
 
 def _default_stride(shape, dtype, tensor_dtype):
