@@ -406,3 +406,24 @@ def test_import_refusals_unchanged():
         af.from_numpy(3)
     v = af.from_numpy(np.zeros((2, 0, 3)))
     assert v.shape == (2, 0, 3) and v.extent is None and v.numpy().shape == (2, 0, 3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(base=buffers(), data=st.data())
+def test_storage_bytes_made_late_are_the_arrays_bytes(base, data):
+    """An import's storage makes its byte array when first used; before and after, any
+    part of it (``Storage.slice``) is the same memory as the array's, byte for byte."""
+    arr = data.draw(arrays(base))
+    storage = af.from_numpy(arr).storage
+    assert storage.has_memory
+    start = data.draw(st.integers(0, storage.nbytes))
+    part = storage.slice(start, data.draw(st.integers(0, storage.nbytes - start)))
+    if data.draw(st.booleans()):
+        storage.bytes  # the whole storage's array made before the part's
+    got = part.bytes
+    at = storage.address + start - address(base)
+    expect = base.view(np.uint8)[at:at + part.nbytes]  # NumPy's view of those bytes
+    assert address(got) == address(expect) or not part.nbytes
+    assert np.array_equal(got, expect) and got.flags.writeable == base.flags.writeable
+    if part.nbytes:
+        assert np.shares_memory(got, expect, max_work=-1)
