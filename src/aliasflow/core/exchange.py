@@ -21,7 +21,7 @@ import numpy as np
 from .errors import AliasflowError
 from .storage import Storage, unit_dtype
 from .tensor import Tensor
-from .view import TensorView
+from .view import TensorView, _build
 
 _DLPACK_CPU = 1
 _numbers = itertools.count()
@@ -53,25 +53,30 @@ def _has_buffer(obj) -> bool:
     return True
 
 
-def _root(array: np.ndarray) -> Storage | None:
-    """The allocation an array is part of: its base-most ndarray's bytes, when known."""
+def _base_most(array: np.ndarray) -> np.ndarray | None:
+    """The allocation an array is part of: its base-most ndarray, when it has one."""
     base = array
     while isinstance(base.base, np.ndarray):
         base = base.base
-    if base is array:
-        return None
-    return _extent_storage(base, None, None)[0]
+    return None if base is array else base
 
 
-def _extent_storage(array: np.ndarray, name, root):
-    """``(storage, byte offset of element 0, unit)`` for the bytes ``array`` can touch."""
+def array_storage(array: np.ndarray) -> Storage:
+    """The storage of the bytes ``array`` can touch (what an imported array's root is)."""
+    return _extent_storage(array, None, None)[0]
+
+
+def _extent_storage(array: np.ndarray, name, root_of):
+    """``(storage, byte offset of element 0, unit)`` for the bytes ``array`` can touch;
+    the storage's root is that of ``root_of`` (an ndarray, worked out when first asked)."""
     address = array.__array_interface__["data"][0]
     isz = array.itemsize
     low = high = 0
     unit = isz
     for n, s in zip(array.shape, array.strides):
         if n == 0:
-            return Storage(address, 0, owner=array, name=name, root=root), 0, isz
+            return Storage(address, 0, owner=array, name=name, _root_of=root_of,
+                           readonly=not array.flags.writeable), 0, isz
         if n > 1:
             unit = gcd(unit, s)
             if s < 0:
@@ -79,7 +84,7 @@ def _extent_storage(array: np.ndarray, name, root):
             else:
                 high += s * (n - 1)
     storage = Storage(address + low, high - low + isz, owner=array, name=name,
-                      readonly=not array.flags.writeable, root=root)
+                      readonly=not array.flags.writeable, _root_of=root_of)
     return storage, -low, unit
 
 
@@ -102,19 +107,51 @@ def from_numpy(array, name: str | None = None) -> TensorView:
     >>> af.check_memory_overlap(bytes_, af.from_numpy(buf[1:2]))
     True
     """
-    who = f"from_numpy({name!r})" if name is not None else "from_numpy"
-    arr = _as_ndarray(array, who)
     if name is None:
+        arr = array if type(array) is np.ndarray else _as_ndarray(array, "from_numpy")
+        dtype = arr.dtype
+        if dtype.hasobject or dtype.itemsize == 0:
+            raise AliasflowError(f"from_numpy: dtype {dtype} has no fixed-size elements")
         name = f"array{next(_numbers)}"
-    elif not isinstance(name, str) or not name:
-        raise AliasflowError(f"from_numpy: name must be a non-empty string, got {name!r}")
-    if arr.dtype.hasobject or arr.itemsize == 0:
-        raise AliasflowError(f"{who}: dtype {arr.dtype} has no fixed-size elements")
-    storage, start, unit = _extent_storage(arr, name, _root(arr))
-    tensor = Tensor.on(storage, arr.dtype if unit == arr.itemsize else unit_dtype(unit),
+    else:
+        who = f"from_numpy({name!r})"
+        arr = _as_ndarray(array, who)
+        if not isinstance(name, str) or not name:
+            raise AliasflowError(f"from_numpy: name must be a non-empty string, got {name!r}")
+        dtype = arr.dtype
+        if dtype.hasobject or dtype.itemsize == 0:
+            raise AliasflowError(f"{who}: dtype {dtype} has no fixed-size elements")
+    # The common case in one pass: a non-empty array whose strides are whole elements. The
+    # storage spans exactly the bytes the array can touch, so the view (element 0 at
+    # -low, extent from the storage's first element to its last) is in bounds as made.
+    address = arr.__array_interface__["data"][0]
+    isz = dtype.itemsize
+    shape, strides = arr.shape, arr.strides
+    low = high = 0
+    whole = dtype.subdtype is None
+    for n, s in zip(shape, strides):
+        if n > 1:
+            if s % isz:
+                whole = False
+            elif s < 0:
+                low += s * (n - 1)
+            else:
+                high += s * (n - 1)
+        elif n == 0:
+            whole = False
+            break
+    if whole:
+        storage = Storage(address + low, high - low + isz, owner=arr, name=name,
+                          readonly=not arr.flags.writeable, _root_of=_base_most(arr))
+        last = (high - low) // isz
+        tensor = Tensor._over_lazily(name, storage, dtype, (last + 1,))
+        stride = tuple([s // isz if n > 1 else 0 for n, s in zip(shape, strides)])
+        return _build(TensorView, name, tensor, -low // isz, shape, stride, dtype, (0, last))
+    storage, start, unit = _extent_storage(arr, name, _base_most(arr))
+    tensor = Tensor.on(storage, dtype if unit == dtype.itemsize else unit_dtype(unit),
                        (storage.nbytes // unit,), name)
     stride = tuple(s // unit if n > 1 else 0 for n, s in zip(arr.shape, arr.strides))
-    return TensorView(name, tensor, start // unit, arr.shape, stride, arr.dtype)
+    return TensorView(name, tensor, start // unit, arr.shape, stride, dtype)
 
 
 def from_dlpack(obj, name: str | None = None) -> TensorView:

@@ -6,6 +6,9 @@ from math import prod
 
 from .errors import AliasflowError
 from .tensor import _is_int
+from .values import INT64
+
+_I64_MIN, _I64_MAX = INT64
 
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -32,6 +35,67 @@ def _index_text(item) -> str:
     if isinstance(item, slice):
         return _slice_text(item)
     return str(int(item))
+
+
+def fast_index(offset: int, vshape: tuple, vstride: tuple, index):
+    """:func:`apply_index` on a view with these fields, for the common index: plain ints and
+    slices of plain ints (or None) within 64 bits, ``None`` and one ``...``, every int in
+    range. Returns
+    ``(offset, shape, stride)`` as :func:`apply_index` does (its ``text`` is what
+    ``_index_text`` makes of each item), or None for any other index (valid or not), which
+    then takes the general path and its checks and messages.
+    """
+    items = index if type(index) is tuple else (index,)
+    ndim = len(vshape)
+    dim = 0
+    shape, stride = [], []
+    ellipsis = False
+    for item in items:
+        kind = type(item)
+        if kind is int:
+            if dim == ndim or not _I64_MIN <= item <= _I64_MAX:
+                return None
+            n = vshape[dim]
+            i = item + n if item < 0 else item
+            if not 0 <= i < n:
+                return None
+            offset += i * vstride[dim]
+            dim += 1
+        elif kind is slice:
+            start, stop, step = item.start, item.stop, item.step
+            if dim == ndim or not (
+                    (start is None or type(start) is int and _I64_MIN <= start <= _I64_MAX)
+                    and (stop is None or type(stop) is int and _I64_MIN <= stop <= _I64_MAX)
+                    and (step is None or type(step) is int and step != 0
+                         and _I64_MIN <= step <= _I64_MAX)):
+                return None
+            begin, end, by = item.indices(vshape[dim])
+            length = len(range(begin, end, by))
+            s = vstride[dim]
+            if length:
+                offset += begin * s
+            shape.append(length)
+            stride.append(s * by)
+            dim += 1
+        elif item is None:
+            shape.append(1)
+            stride.append(0)
+        elif item is Ellipsis and not ellipsis:
+            ellipsis = True
+            at = next(k for k, x in enumerate(items) if x is Ellipsis)
+            rest = sum(1 for x in items[at + 1:] if x is not None)
+            fill = ndim - dim - rest
+            if fill < 0:
+                return None
+            shape.extend(vshape[dim:dim + fill])
+            stride.extend(vstride[dim:dim + fill])
+            dim += fill
+        else:
+            return None
+    if dim < ndim:
+        shape.extend(vshape[dim:])
+        stride.extend(vstride[dim:])
+    return offset, shape, stride
 
 
 def apply_index(view, index):
@@ -95,30 +159,43 @@ def nocopy_reshape(view, shape):
     each other can be split or merged; anything else would need a copy and is refused.
     """
     shape = list(shape)
+    plain, unknown = True, 0
     for d in shape:
-        if not _is_int(d) or d < -1:
+        if type(d) is not int:
+            if not _is_int(d):
+                raise AliasflowError(f"view {view.name!r}: bad size {d!r} in reshape "
+                                     f"{tuple(shape)}")
+            plain = False
+        if d < -1:
             raise AliasflowError(f"view {view.name!r}: bad size {d!r} in reshape {tuple(shape)}")
-    if shape.count(-1) > 1:
+        if d == -1:
+            unknown += 1
+    if unknown > 1:
         raise AliasflowError(f"view {view.name!r}: reshape {tuple(shape)} has more than one -1")
-    if -1 in shape:
+    size = prod(view.shape)
+    if unknown:
         known = prod(d for d in shape if d != -1)
-        if known == 0 or view.size % known:
-            raise AliasflowError(f"view {view.name!r}: cannot reshape size {view.size} "
+        if known == 0 or size % known:
+            raise AliasflowError(f"view {view.name!r}: cannot reshape size {size} "
                                  f"into {tuple(shape)}")
-        shape[shape.index(-1)] = view.size // known
-    shape = [int(d) for d in shape]
-    if prod(shape) != view.size:
-        raise AliasflowError(f"view {view.name!r}: cannot reshape size {view.size} "
+        shape[shape.index(-1)] = size // known
+    if not plain:
+        shape = [int(d) for d in shape]
+    if prod(shape) != size:
+        raise AliasflowError(f"view {view.name!r}: cannot reshape size {size} "
                              f"(shape {view.shape}) into {tuple(shape)}")
-    if view.size == 0:
+    if size == 0:
         return tuple(shape), row_major_strides(tuple(shape))
 
-    old = [(n, s) for n, s in zip(view.shape, view.stride) if n != 1]
-    old_dims = [n for n, _ in old]
-    old_strides = [s for _, s in old]
-    new_strides = [0] * len(shape)
+    old_dims, old_strides = [], []
+    for n, s in zip(view.shape, view.stride):
+        if n != 1:
+            old_dims.append(n)
+            old_strides.append(s)
+    nd, no = len(shape), len(old_dims)
+    new_strides = [0] * nd
     oi, oj, ni, nj = 0, 1, 0, 1
-    while ni < len(shape) and oi < len(old_dims):
+    while ni < nd and oi < no:
         np_, op = shape[ni], old_dims[oi]
         while np_ != op:
             if np_ < op:
@@ -138,6 +215,6 @@ def nocopy_reshape(view, shape):
         ni, nj = nj, nj + 1
         oi, oj = oj, oj + 1
     last = new_strides[ni - 1] if ni >= 1 else 1
-    for nk in range(ni, len(shape)):
+    for nk in range(ni, nd):
         new_strides[nk] = last
     return tuple(shape), tuple(new_strides)

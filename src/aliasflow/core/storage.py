@@ -84,31 +84,39 @@ class Storage:
     False
     """
 
-    __slots__ = ("address", "nbytes", "owner", "name", "readonly", "_root", "_bytes",
-                 "virtual", "__weakref__")
+    __slots__ = ("address", "nbytes", "owner", "name", "readonly", "_root", "_root_of",
+                 "_bytes", "virtual", "__weakref__")
 
     def __init__(self, address: int, nbytes: int, *, owner=None, name: str | None = None,
                  readonly: bool = False, root: "Storage | None" = None, _bytes=None,
-                 _virtual: bool = False):
-        for what, value in (("address", address), ("nbytes", nbytes)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise AliasflowError(f"storage {name!r}: {what} must be an int, got {value!r}")
-            if value < 0:
-                raise AliasflowError(f"storage {name!r}: negative {what} {int(value)}")
+                 _virtual: bool = False, _root_of=None):
+        if not (type(address) is int and type(nbytes) is int and address >= 0
+                and nbytes >= 0):  # plain non-negative ints need no conversion
+            for what, value in (("address", address), ("nbytes", nbytes)):
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                    raise AliasflowError(f"storage {name!r}: {what} must be an int, got "
+                                         f"{value!r}")
+                if value < 0:
+                    raise AliasflowError(f"storage {name!r}: negative {what} {int(value)}")
+            address, nbytes = int(address), int(nbytes)
         if root is not None and not isinstance(root, Storage):
             raise AliasflowError(f"storage {name!r}: root must be a Storage, got {root!r}")
-        self.address = int(address)
-        self.nbytes = int(nbytes)
+        self.address = address
+        self.nbytes = nbytes
         self.owner = owner
         self.name = name if name is not None else f"storage{next(_names)}"
         self.readonly = bool(readonly)
         self._root = root
+        # an imported array's root is the storage of its base-most ndarray (``_root_of``),
+        # made when first asked for: most imports never need it
+        self._root_of = _root_of if root is None else None
         self.virtual = _virtual
-        if _bytes is None and owner is not None and not _virtual:
-            if self.address + self.nbytes > VIRTUAL_BASE:
-                raise AliasflowError(f"storage {self.name!r}: address {self.address:#x} + "
-                                     f"{self.nbytes} bytes is not real memory")
-            _bytes = np.asarray(_RawBytes(self.address, self.nbytes, self.readonly, owner))
+        if _bytes is None and owner is not None and not _virtual and \
+                address + nbytes > VIRTUAL_BASE:
+            raise AliasflowError(f"storage {self.name!r}: address {address:#x} + "
+                                 f"{nbytes} bytes is not real memory")
+        # memory someone owns (``owner``) gets its uint8 array over the bytes when first
+        # used (see bytes): making it costs more than the rest of an import
         self._bytes = _bytes
 
     # ---- makers -----------------------------------------------------------------------------
@@ -152,6 +160,7 @@ class Storage:
             raise AliasflowError(f"storage {self.name!r}: bytes [{start}, {start + nbytes}) "
                                  f"are outside its {self.nbytes} bytes")
         part = None if self._bytes is None else self._bytes[start:start + nbytes]
+        # (a part of memory whose array is not made yet makes its own when first used)
         return Storage(self.address + start, nbytes, owner=self.owner, name=name,
                        readonly=self.readonly, root=self.root, _bytes=part,
                        _virtual=self.virtual)
@@ -165,16 +174,23 @@ class Storage:
     @property
     def root(self) -> "Storage":
         """The allocation this storage is part of (itself when it is one)."""
+        if self._root is None and self._root_of is not None:
+            from .exchange import array_storage  # exchange builds on this module
+            self._root = array_storage(self._root_of)
+            self._root_of = None
         return self if self._root is None else self._root
 
     @property
     def has_memory(self) -> bool:
         """True when aliasflow can read (and, unless read-only, write) the bytes."""
-        return self._bytes is not None
+        return self._bytes is not None or (self.owner is not None and not self.virtual)
 
     @property
     def bytes(self) -> np.ndarray:
         """The memory as a flat uint8 array (read-only for read-only storages)."""
+        if self._bytes is None and self.owner is not None and not self.virtual:
+            self._bytes = np.asarray(_RawBytes(self.address, self.nbytes, self.readonly,
+                                               self.owner))
         if self._bytes is None:
             why = "virtual (analysis only)" if self.virtual else "a description of memory " \
                 "aliasflow does not own (analysis only)"

@@ -7,16 +7,27 @@ import numpy as np
 
 from .errors import AliasflowError
 from .storage import Storage
-from .values import MAX_DIMS, check_dtype, check_ints, check_nbytes, fit_array
+from .values import INT64, MAX_DIMS, check_dtype, check_ints, check_nbytes, fit_array
+
+_INT64_MAX = INT64[1]
 
 
 def _is_int(x) -> bool:
     """A Python or NumPy integer, not a bool."""
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    return type(x) is int or (isinstance(x, (int, np.integer))
+                              and not isinstance(x, (bool, np.bool_)))
 
 
 def _check_shape(owner: str, shape) -> tuple[int, ...]:
     """Return ``shape`` as a tuple of non-negative ints or refuse it, naming ``owner``."""
+    if type(shape) is tuple and len(shape) <= MAX_DIMS:
+        # the common case, a tuple of plain ints in range, is returned as it is (the general
+        # path below would build an equal tuple)
+        for d in shape:
+            if type(d) is not int or not 0 <= d <= _INT64_MAX:
+                break
+        else:
+            return shape
     if _is_int(shape):
         shape = (shape,)
     try:
@@ -32,6 +43,23 @@ def _check_shape(owner: str, shape) -> tuple[int, ...]:
     if len(dims) > MAX_DIMS:
         raise AliasflowError(f"{owner}: {len(dims)} dims; NumPy supports at most {MAX_DIMS}")
     return tuple(int(d) for d in dims)
+
+
+class _DataWhenRead:
+    """``Tensor.data`` of a tensor made by :meth:`Tensor._over_lazily`: the array over its
+    storage, made (once) when first read, since most imported arrays are only analysed.
+    Tensors made any other way set ``data`` themselves, which hides this."""
+
+    def __get__(self, tensor, owner=None):
+        if tensor is None:
+            return self
+        if tensor.storage.has_memory:
+            need = prod(tensor.shape) * tensor.dtype.itemsize
+            data = tensor.storage.bytes[:need].view(tensor.dtype).reshape(tensor.shape)
+        else:
+            data = _no_data(tensor.name, tensor.dtype, tensor.shape)
+        tensor.__dict__["data"] = data
+        return data
 
 
 class Tensor:
@@ -63,6 +91,8 @@ class Tensor:
     """
 
     is_virtual = False
+    data = _DataWhenRead()
+    _full = None  # what the whole tensor's view is made from: see _full_view()
 
     def __init__(self, name: str, shape, dtype="float32", data=None):
         self.name = _check_name(name)
@@ -87,6 +117,15 @@ class Tensor:
     def _over(cls, name: str, storage: Storage, dtype: np.dtype, shape: tuple, data):
         t = cls.__new__(cls)
         t.name, t.storage, t.dtype, t.shape, t.data = name, storage, dtype, shape, data
+        t.is_virtual = not storage.has_memory
+        return t
+
+    @classmethod
+    def _over_lazily(cls, name: str, storage: Storage, dtype: np.dtype, shape: tuple):
+        """A tensor over ``storage`` from fields known to be valid (``shape`` and ``dtype``
+        fit in it); its ``data`` is made when first read."""
+        t = cls.__new__(cls)
+        t.name, t.storage, t.dtype, t.shape = name, storage, dtype, shape
         t.is_virtual = not storage.has_memory
         return t
 
@@ -168,32 +207,73 @@ class Tensor:
         return self.dtype.itemsize
 
     def view(self, name: str | None = None):
-        """The whole tensor as a :class:`TensorView`."""
-        from .view import TensorView
-        return TensorView(name or self.name, self, 0, self.shape)
+        """The whole tensor as a :class:`TensorView`.
+
+        Movement ops on the tensor start from it, so without a name it is made from fields
+        kept from the first time (its strides and extent, checked then), not checked again.
+        """
+        if name is None:
+            return self._full_view()
+        return _view_class()(name or self.name, self, 0, self.shape)
+
+    def _full_view(self):
+        full = self._full
+        storage = self.storage
+        # The fields are reused while they still describe this tensor (a copy.copy of it, or
+        # fields assigned later, make them stale). Only fields are kept, never the view,
+        # which refers to the tensor: a cycle would leave the tensor's memory to the cyclic
+        # garbage collector instead of freeing it when the last reference goes.
+        if full is not None and full[0] is storage and full[1] is self.name and \
+                full[2] is self.shape and full[3] is self.dtype and full[4] == storage.nbytes:
+            return _build_view(_TensorView, self.name, self, 0, self.shape, full[5], self.dtype,
+                               full[6])
+        view = _view_class()(self.name, self, 0, self.shape)
+        self._full = (storage, self.name, self.shape, self.dtype, storage.nbytes, view.stride,
+                      view.extent)
+        return view
 
     # Movement ops on the tensor start from its full view.
     def __getitem__(self, index):
-        return self.view()[index]
+        full = self._full
+        storage = self.storage
+        if full is not None and full[0] is storage and full[1] is self.name and \
+                full[2] is self.shape and full[3] is self.dtype and full[4] == storage.nbytes:
+            # _full_view()[index] without making the full view (see TensorView.__getitem__)
+            view = _indexed(self.name, self, 0, self.shape, full[5], self.dtype, full[6], index)
+            if view is not None:
+                return view
+        return self._full_view()[index]
 
     def transpose(self, *axes):
-        return self.view().transpose(*axes)
+        return self._full_view().transpose(*axes)
 
     @property
     def T(self):
-        return self.view().T
+        return self._full_view().T
 
     def reshape(self, *shape):
-        return self.view().reshape(*shape)
+        return self._full_view().reshape(*shape)
 
     def broadcast_to(self, shape):
-        return self.view().broadcast_to(shape)
+        return self._full_view().broadcast_to(shape)
 
     def as_strided(self, shape, stride, offset: int = 0, name: str | None = None):
-        return self.view().as_strided(shape, stride, offset, name=name)
+        return self._full_view().as_strided(shape, stride, offset, name=name)
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _view_class():
+    """:class:`TensorView` (its module imports this one, so it is looked up once, late)."""
+    global _TensorView, _build_view, _indexed
+    if _TensorView is None:
+        from .view import TensorView, _build, _indexed
+        _TensorView, _build_view = TensorView, _build
+    return _TensorView
+
+
+_TensorView = _build_view = _indexed = None
 
 
 def _check_name(name) -> str:

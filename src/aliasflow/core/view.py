@@ -7,14 +7,152 @@ import numpy as np
 
 from .. import solver
 from .errors import AliasflowError
-from .indexing import apply_index, nocopy_reshape, row_major_strides
+from .indexing import _index_text, apply_index, fast_index, nocopy_reshape, row_major_strides
 from .tensor import Tensor, _check_dtype, _check_shape, _is_int
-from .values import MAX_DIMS, check_ints
+from .values import INT64, MAX_DIMS, check_ints
 
 _UNSET = object()
 
 
-class TensorView:
+class _ViewFields:
+    """A view's fields as plain writable slots. A view is filled in as one of these and then
+    made a :class:`TensorView` by assigning its class (the layouts are the same): a
+    TensorView refuses every attribute write, and writing ten slots one by one through
+    ``object.__setattr__`` would cost more than everything else in making a view.
+
+    ``_name`` is the name, or for a derived view the recipe of its name (see
+    :func:`_render`): the name is text for messages and tables, and writing it out (a few
+    f-strings per index) would be a good part of the cost of a view nobody prints.
+    """
+
+    __slots__ = ("_name", "tensor", "offset", "shape", "stride", "dtype", "extent", "_dense",
+                 "_layout", "_key")
+
+
+_new = object.__new__
+_I64_MIN, _I64_MAX = INT64
+
+
+def _build(cls, name, tensor, offset, shape, stride, dtype, extent):
+    """The view with these fields, all already checked (``extent`` included)."""
+    view = _new(_ViewFields)
+    view._name = name
+    view.tensor = tensor
+    view.offset = offset
+    view.shape = shape
+    view.stride = stride
+    view.dtype = dtype
+    view.extent = extent
+    view._dense = _UNSET
+    view._layout = None
+    view._key = None
+    if cls is TensorView:
+        view.__class__ = TensorView
+        return view
+    made = _new(cls)  # a subclass may have another layout: copy the fields over
+    for field in _ViewFields.__slots__:
+        object.__setattr__(made, field, getattr(view, field))
+    return made
+
+
+def _render(recipe) -> str:
+    """The name a recipe stands for. A recipe is ``(parent, step)``: ``parent`` a name or
+    recipe, ``step`` a suffix string, a basic index (a tuple of ints, slices, None and
+    ``...``), written as ``[...]`` the way :func:`apply_index` writes it, or a list of
+    immutable values written one after the other as ``str`` writes them. A recipe may also be
+    a function of no arguments that returns the name (see :meth:`TensorView._named_later`)."""
+    steps = []
+    while not isinstance(recipe, str):
+        if type(recipe) is not tuple:
+            recipe = recipe()
+            continue
+        recipe, step = recipe
+        kind = type(step)
+        steps.append(step if kind is str else
+                     f"[{', '.join(_index_text(item) for item in step)}]" if kind is tuple else
+                     "".join(str(piece) for piece in step))
+    steps.append(recipe)
+    return "".join(reversed(steps))
+
+
+def _extent(offset, shape, stride):
+    """``(lowest, highest)`` element touched, or None for an empty view."""
+    low = high = offset
+    for n, s in zip(shape, stride):
+        if n == 0:
+            return None
+        if s < 0:
+            low += s * (n - 1)
+        else:
+            high += s * (n - 1)
+    return low, high
+
+
+def _checked_extent(name, tensor, offset, shape, stride, dtype):
+    """The extent of a view with these fields (already of the right types), or
+    :class:`AliasflowError` when the view would reach outside its storage. ``name`` may be a
+    recipe (see :func:`_render`), written out only for a message."""
+    if offset < 0:
+        raise AliasflowError(f"view {_label(name)!r}: negative offset {offset}")
+    if len(shape) > MAX_DIMS:  # derived views come here directly
+        raise AliasflowError(f"view {_label(name)!r}: {len(shape)} dims; NumPy supports at most "
+                             f"{MAX_DIMS}")
+    # extent: (lowest, highest) element touched, or None for an empty view (in elements
+    # of the tensor's dtype); kept as a plain field since every analysis reads it
+    extent = _extent(offset, shape, stride)
+    storage = tensor.get_storage_size()
+    if extent is None:
+        if offset > storage:
+            raise AliasflowError(f"view {_label(name)!r}: offset {offset} is past the end of "
+                                 f"{tensor.name!r} (storage size {storage})")
+        return None
+    low, high = extent
+    if low < 0:
+        raise AliasflowError(f"view {_label(name)!r}: lowest element {low} is below 0 "
+                             f"(offset {offset}, shape {shape}, stride {stride})")
+    unit = tensor.dtype.itemsize
+    if high >= storage or high * unit + dtype.itemsize > tensor.storage.nbytes:
+        more = "" if dtype.itemsize == unit else \
+            f", view dtype {dtype} of {dtype.itemsize} bytes"
+        raise AliasflowError(f"view {_label(name)!r}: highest element {high} is outside "
+                             f"{tensor.name!r} (storage size {storage}; "
+                             f"offset {offset}, shape {shape}, stride {stride}{more})")
+    return extent
+
+
+def _label(name) -> str:
+    return name if type(name) is str else _render(name)
+
+
+def _indexed(name, tensor, offset, shape, stride, dtype, extent, index):
+    """``view[index]`` for the view with these fields, when the index is of the common kind
+    (see :func:`fast_index`); None otherwise. A non-empty result touches only elements the
+    view touches, so it is in bounds; an empty one (no element to vouch for its offset) and
+    one with too many dims are checked."""
+    fast = fast_index(offset, shape, stride, index)
+    if fast is None:
+        return None
+    offset, shape, stride = fast
+    shape, stride = tuple(shape), tuple(stride)
+    name = (name, index if type(index) is tuple else (index,))
+    part = _extent(offset, shape, stride)
+    if part is None or extent is None or len(shape) > MAX_DIMS:
+        part = _checked_extent(name, tensor, offset, shape, stride, dtype)
+    return _build(TensorView, name, tensor, offset, shape, stride, dtype, part)
+
+
+def _plain_dims(dims, low: int) -> bool:
+    """True when ``dims`` is a tuple of at most MAX_DIMS plain ints in ``low..2**63-1``: what
+    a view stores, so nothing needs converting or checking beyond the bounds."""
+    if type(dims) is not tuple or len(dims) > MAX_DIMS:
+        return False
+    for d in dims:
+        if type(d) is not int or not low <= d <= _I64_MAX:
+            return False
+    return True
+
+
+class TensorView(_ViewFields):
     """An immutable window on a tensor's storage.
 
     Element ``(i0, ..., ik-1)`` of the view is storage element
@@ -52,92 +190,56 @@ class TensorView:
     True
     """
 
-    __slots__ = ("name", "tensor", "offset", "shape", "stride", "dtype", "extent", "_dense",
-                 "_layout", "_key")
+    __slots__ = ()
 
-    def __init__(self, name: str, tensor: Tensor, offset: int = 0, shape=None, stride=None,
-                 dtype=None):
-        what = f"view {name!r}"
-        if not isinstance(name, str) or not name:
-            raise AliasflowError(f"view name must be a non-empty string, got {name!r}")
-        if not isinstance(tensor, Tensor):
-            raise AliasflowError(f"{what}: tensor must be an aliasflow Tensor, got "
-                                 f"{type(tensor).__name__}")
-        if not _is_int(offset):
-            raise AliasflowError(f"{what}: offset must be an int, got {offset!r}")
-        check_ints((offset, stride if isinstance(stride, (tuple, list)) else ()), what)
-        shape = tensor.shape if shape is None else _check_shape(what, shape)
-        dtype = tensor.dtype if dtype is None else _check_dtype(name, dtype)
-        if stride is None:
-            step, rest = divmod(dtype.itemsize, tensor.dtype.itemsize)
-            stride = tuple(s * step for s in row_major_strides(shape)) if step and not rest \
-                else row_major_strides(shape)
-        else:
-            try:
-                items = tuple(stride)
-            except TypeError:
-                raise AliasflowError(f"{what}: stride must be a tuple of ints, "
-                                     f"got {stride!r}") from None
-            if not all(_is_int(s) for s in items):
-                raise AliasflowError(f"{what}: stride must be a tuple of ints, got {stride!r}")
-            stride = tuple(int(s) for s in items)
-        if len(stride) != len(shape):
-            raise AliasflowError(f"{what}: shape {shape} has {len(shape)} dims but stride "
-                                 f"{stride} has {len(stride)}")
-        self._init(name, tensor, int(offset), shape, stride, dtype)
+    @property
+    def name(self) -> str:
+        """The view's name (a label, not part of equality): given, or made from the parent's
+        name and the op, as ``A[1:, ::2].T``."""
+        name = self._name
+        if not isinstance(name, str):
+            name = _render(name)
+            object.__setattr__(self, "_name", name)
+        return name
 
-    def _init(self, name, tensor, offset, shape, stride, dtype) -> None:
-        """Set the fields (already of the right types) and check the bounds."""
-        setattr_ = object.__setattr__
-        setattr_(self, "name", name)
-        setattr_(self, "tensor", tensor)
-        setattr_(self, "offset", offset)
-        setattr_(self, "shape", shape)
-        setattr_(self, "stride", stride)
-        setattr_(self, "dtype", dtype)
-        setattr_(self, "_dense", _UNSET)
-        setattr_(self, "_layout", None)
-        setattr_(self, "_key", None)
-        if offset < 0:
-            raise AliasflowError(f"view {name!r}: negative offset {offset}")
-        if len(shape) > MAX_DIMS:  # derived views come here directly
-            raise AliasflowError(f"view {name!r}: {len(shape)} dims; NumPy supports at most "
-                                 f"{MAX_DIMS}")
-        # extent: (lowest, highest) element touched, or None for an empty view (in elements
-        # of the tensor's dtype); kept as a plain field since every analysis reads it
-        low = high = offset
-        for n, s in zip(shape, stride):
-            if n == 0:
-                low = None
-                break
-            if s < 0:
-                low += s * (n - 1)
-            else:
-                high += s * (n - 1)
-        setattr_(self, "extent", None if low is None else (low, high))
-        storage = tensor.get_storage_size()
-        if low is None:
-            if offset > storage:
-                raise AliasflowError(f"view {name!r}: offset {offset} is past the end of "
-                                     f"{tensor.name!r} (storage size {storage})")
-            return
-        if low < 0:
-            raise AliasflowError(f"view {name!r}: lowest element {low} is below 0 "
-                                 f"(offset {offset}, shape {shape}, stride {stride})")
-        unit = tensor.dtype.itemsize
-        if high >= storage or high * unit + dtype.itemsize > tensor.storage.nbytes:
-            more = "" if dtype.itemsize == unit else \
-                f", view dtype {dtype} of {dtype.itemsize} bytes"
-            raise AliasflowError(f"view {name!r}: highest element {high} is outside "
-                                 f"{tensor.name!r} (storage size {storage}; "
-                                 f"offset {offset}, shape {shape}, stride {stride}{more})")
+    def __new__(cls, name: str, tensor: Tensor, offset: int = 0, shape=None, stride=None,
+                dtype=None):
+        # The common case first: every argument already of the type a view stores (the
+        # general path below would accept it unchanged); anything else, valid or not, goes
+        # the general way, which converts or refuses it.
+        if type(name) is str and name and isinstance(tensor, Tensor) and \
+                type(offset) is int and 0 <= offset <= _I64_MAX:
+            tdtype = tensor.dtype
+            vdtype = tdtype if dtype is None or dtype is tdtype else dtype
+            vshape = tensor.shape if shape is None else shape
+            if (vdtype is tdtype or (isinstance(vdtype, np.dtype) and not vdtype.hasobject
+                                     and vdtype.itemsize and vdtype.subdtype is None)) \
+                    and _plain_dims(vshape, 0):
+                vstride = _default_stride(vshape, vdtype, tdtype) if stride is None else stride
+                if _plain_dims(vstride, _I64_MIN) and len(vstride) == len(vshape):
+                    return _build(cls, name, tensor, offset, vshape, vstride, vdtype,
+                                  _checked_extent(name, tensor, offset, vshape, vstride,
+                                                  vdtype))
+        return _build(cls, *_general_fields(name, tensor, offset, shape, stride, dtype))
+
+    @classmethod
+    def _named_later(cls, name_of, tensor: Tensor, offset: int, shape, stride) -> "TensorView":
+        """``TensorView(name_of(), tensor, offset, shape, stride)``, with ``name_of`` (a
+        function of no arguments returning a non-empty string) called only when the name is
+        first asked for: a tracer names every view it makes and prints few of them."""
+        if isinstance(tensor, Tensor) and type(offset) is int and 0 <= offset <= _I64_MAX \
+                and _plain_dims(shape, 0) and _plain_dims(stride, _I64_MIN) \
+                and len(shape) == len(stride):
+            return _build(cls, name_of, tensor, offset, shape, stride, tensor.dtype,
+                          _checked_extent(name_of, tensor, offset, shape, stride,
+                                          tensor.dtype))
+        return cls(name_of(), tensor, offset, shape, stride)
 
     @classmethod
     def _make(cls, name, tensor, offset, shape, stride, dtype) -> "TensorView":
-        """A view from fields already known to be well-typed (movement ops)."""
-        view = cls.__new__(cls)
-        view._init(name, tensor, offset, shape, stride, dtype)
-        return view
+        """A view from fields already known to be well-typed; bounds are checked."""
+        return _build(cls, name, tensor, offset, shape, stride, dtype,
+                      _checked_extent(name, tensor, offset, shape, stride, dtype))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"views are immutable; cannot set {name!r}")
@@ -331,17 +433,46 @@ class TensorView:
                 f"shape={self.shape}, stride={self.stride}{dtype})")
 
     # ---- movement ops: each returns a new view of the same storage ---------------------------
+    # A derived view is in bounds whenever its elements are among this (checked) view's, so
+    # only its extent is worked out; anything else goes through the full checks.
     def _derive(self, suffix: str, offset: int, shape, stride, name: str | None = None):
-        return TensorView._make(name or f"{self.name}{suffix}", self.tensor, offset,
-                                tuple(shape), tuple(stride), self.dtype)
+        """Any view of this one's tensor and dtype, bounds checked."""
+        name = name or f"{self.name}{suffix}"
+        if type(name) is not str:
+            name = _render(name)
+        shape, stride = tuple(shape), tuple(stride)
+        return _build(TensorView, name, self.tensor, offset, shape, stride, self.dtype,
+                      _checked_extent(name, self.tensor, offset, shape, stride, self.dtype))
+
+    def _same_elements(self, name: str, shape: tuple, stride: tuple) -> "TensorView":
+        """A view of exactly this one's elements from this one's offset (transposes,
+        no-copy reshapes, squeezes): same extent, so in bounds."""
+        if len(shape) > MAX_DIMS:
+            return self._derive("", self.offset, shape, stride, name)
+        return _build(TensorView, name, self.tensor, self.offset, shape, stride, self.dtype,
+                      self.extent)
+
+    def _part(self, name: str, offset: int, shape: tuple, stride: tuple) -> "TensorView":
+        """A view of some of this one's elements (basic indexing, broadcasts): a non-empty
+        one is in bounds; an empty one (no element to vouch for its offset) is checked."""
+        extent = _extent(offset, shape, stride)
+        if extent is None or self.extent is None or len(shape) > MAX_DIMS:
+            return self._derive("", offset, shape, stride, name)
+        return _build(TensorView, name, self.tensor, offset, shape, stride, self.dtype, extent)
 
     def __getitem__(self, index) -> "TensorView":
-        check_ints(index, f"view {self.name!r}: index")
-        offset, shape, stride, text = apply_index(self, index)
-        return self._derive(f"[{text}]", offset, shape, stride)
+        view = _indexed(self._name, self.tensor, self.offset, self.shape, self.stride,
+                        self.dtype, self.extent, index)
+        if view is None:  # anything unusual, valid or not: the general path
+            check_ints(index, f"view {self.name!r}: index")
+            offset, shape, stride, text = apply_index(self, index)
+            return self._part(f"{self.name}[{text}]", offset, tuple(shape), tuple(stride))
+        return view
 
     def transpose(self, *axes) -> "TensorView":
         """Permute the axes (reverse them when none are given), like ``ndarray.transpose``."""
+        if not axes:
+            return self._same_elements((self._name, ".T"), self.shape[::-1], self.stride[::-1])
         if len(axes) == 1 and not _is_int(axes[0]):
             axes = _ints_tuple(self, "transpose axes", axes[0])
         if not axes:
@@ -352,8 +483,9 @@ class TensorView:
         if sorted(perm) != list(range(self.ndim)):
             raise AliasflowError(f"view {self.name!r}: axes {axes} are not a permutation of "
                                  f"{self.ndim} dims")
-        return self._derive(suffix, self.offset, [self.shape[a] for a in perm],
-                            [self.stride[a] for a in perm])
+        return self._same_elements(f"{self.name}{suffix}",
+                                   tuple([self.shape[a] for a in perm]),
+                                   tuple([self.stride[a] for a in perm]))
 
     @property
     def T(self) -> "TensorView":
@@ -376,9 +508,11 @@ class TensorView:
         """Same elements in a new shape, without a copy; refused where NumPy would copy."""
         if len(shape) == 1 and not _is_int(shape[0]):
             shape = _ints_tuple(self, "reshape", shape[0])
-        check_ints(shape, f"view {self.name!r}: reshape")
+        if not _plain_dims(shape, -1):  # plain ints in range need no 64-bit check
+            check_ints(shape, f"view {self.name!r}: reshape")
         new_shape, new_stride = nocopy_reshape(self, shape)
-        return self._derive(f".reshape{tuple(new_shape)}", self.offset, new_shape, new_stride)
+        return self._same_elements((self._name, [".reshape", new_shape]), new_shape,
+                                   new_stride)
 
     def broadcast_to(self, shape) -> "TensorView":
         """Repeat size-1 (and new leading) axes with stride 0, like ``np.broadcast_to``.
@@ -410,7 +544,8 @@ class TensorView:
             else:
                 raise AliasflowError(f"view {self.name!r}: cannot broadcast shape "
                                      f"{self.shape} to {shape}")
-        return self._derive(f".broadcast_to({shape})", self.offset, shape, stride)
+        return self._part(f"{self.name}.broadcast_to({shape})", self.offset, shape,
+                          tuple(stride))
 
     def expand_dims(self, axis: int) -> "TensorView":
         """Insert a size-1 axis at ``axis``."""
@@ -421,13 +556,15 @@ class TensorView:
         shape, stride = list(self.shape), list(self.stride)
         shape.insert(axis, 1)
         stride.insert(axis, 0)
-        return self._derive(f".expand_dims({axis})", self.offset, shape, stride)
+        return self._same_elements(f"{self.name}.expand_dims({axis})", tuple(shape),
+                                   tuple(stride))
 
     def squeeze(self) -> "TensorView":
         """Drop every size-1 axis."""
         keep = [i for i, n in enumerate(self.shape) if n != 1]
-        return self._derive(".squeeze()", self.offset, [self.shape[i] for i in keep],
-                            [self.stride[i] for i in keep])
+        return self._same_elements(f"{self.name}.squeeze()",
+                                   tuple([self.shape[i] for i in keep]),
+                                   tuple([self.stride[i] for i in keep]))
 
     def as_strided(self, shape, stride, offset: int | None = None,
                    name: str | None = None) -> "TensorView":
@@ -452,6 +589,19 @@ class TensorView:
         aliasflow.core.errors.AliasflowError: view 'x.as_strided((3,), (4,), 0)': highest element 8 is outside 'x' (storage size 8; offset 0, shape (3,), stride (4,))
         """
         offset = self.offset if offset is None else offset
+        if type(offset) is int and 0 <= offset <= _I64_MAX and _plain_dims(shape, 0) and \
+                (name is None or type(name) is str) and \
+                (stride is None or _plain_dims(stride, _I64_MIN)):
+            # plain arguments, taken as they are (the general path below would convert and
+            # check them to the same fields)
+            full = _default_stride(shape, self.dtype, self.tensor.dtype) if stride is None \
+                else stride
+            if len(full) == len(shape) and _plain_dims(full, _I64_MIN):
+                label = name or (self._name, [".as_strided(", shape, ", ", stride, ", ", offset,
+                                              ")"])
+                return _build(TensorView, label, self.tensor, offset, shape, full, self.dtype,
+                              _checked_extent(label, self.tensor, offset, shape, full,
+                                              self.dtype))
         what = f"view {self.name!r}: as_strided"
         shape = _check_shape(what, shape)  # an int means a 1-d shape, as in NumPy
         if _is_int(stride):
@@ -466,7 +616,53 @@ class TensorView:
                           self.dtype)
 
     def rename(self, name: str) -> "TensorView":
-        return self._derive("", self.offset, self.shape, self.stride, name=name)
+        if not isinstance(name, str):
+            raise AliasflowError(f"view {self.name!r}: a new name must be a string, got "
+                                 f"{name!r}")
+        return self._same_elements(name or self._name, self.shape, self.stride)
+
+
+def _default_stride(shape, dtype, tensor_dtype):
+    """Row-major strides for ``shape``, in elements of the tensor's dtype when the view's
+    dtype is a whole number of them (else in elements of the view's own dtype)."""
+    step, rest = divmod(dtype.itemsize, tensor_dtype.itemsize)
+    if step and not rest:
+        return tuple(s * step for s in row_major_strides(shape)) if step != 1 else \
+            row_major_strides(shape)
+    return row_major_strides(shape)
+
+
+def _general_fields(name, tensor, offset, shape, stride, dtype):
+    """Any constructor arguments checked and converted to the fields of a view (with its
+    extent), or :class:`AliasflowError` naming what is wrong."""
+    what = f"view {name!r}"
+    if not isinstance(name, str) or not name:
+        raise AliasflowError(f"view name must be a non-empty string, got {name!r}")
+    if not isinstance(tensor, Tensor):
+        raise AliasflowError(f"{what}: tensor must be an aliasflow Tensor, got "
+                             f"{type(tensor).__name__}")
+    if not _is_int(offset):
+        raise AliasflowError(f"{what}: offset must be an int, got {offset!r}")
+    check_ints((offset, stride if isinstance(stride, (tuple, list)) else ()), what)
+    shape = tensor.shape if shape is None else _check_shape(what, shape)
+    dtype = tensor.dtype if dtype is None else _check_dtype(name, dtype)
+    if stride is None:
+        stride = _default_stride(shape, dtype, tensor.dtype)
+    else:
+        try:
+            items = tuple(stride)
+        except TypeError:
+            raise AliasflowError(f"{what}: stride must be a tuple of ints, "
+                                 f"got {stride!r}") from None
+        if not all(_is_int(s) for s in items):
+            raise AliasflowError(f"{what}: stride must be a tuple of ints, got {stride!r}")
+        stride = tuple(int(s) for s in items)
+    if len(stride) != len(shape):
+        raise AliasflowError(f"{what}: shape {shape} has {len(shape)} dims but stride "
+                             f"{stride} has {len(stride)}")
+    offset = int(offset)
+    return (name, tensor, offset, shape, stride, dtype,
+            _checked_extent(name, tensor, offset, shape, stride, dtype))
 
 
 def _ints_tuple(view: TensorView, what: str, value) -> tuple:

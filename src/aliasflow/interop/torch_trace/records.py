@@ -115,8 +115,9 @@ def _views_for(gens):
         key = (ref.gen.id, ref.dtype, start, shape, stride)
         v = cache.get(key)
         if v is None:
-            v = cache[key] = TensorView(ref.describe(), ref.gen.region,
-                                        start - ref.gen.region_start, shape, stride)
+            v = cache[key] = TensorView._named_later(ref.describe, ref.gen.region,
+                                                     start - ref.gen.region_start, shape,
+                                                     stride)
         return v
     return view
 
