@@ -110,10 +110,43 @@ def check_op(op: Operation) -> None:
                                  f"output {out.name!r} of dtype {out.dtype}")
 
 
-def check_all(ops: list[Operation]) -> None:
-    """Check every op; refuse the first (in program order) that cannot run."""
-    for op in ops:
+def _signature(op: Operation):
+    """Everything :func:`check_op` reads of ``op``, as a hashable value: two ops with equal
+    signatures pass or fail it alike (within one call, while no storage changes). Views are
+    immutable; a view's shape, stride (in its tensor's elements), dtype and tensor fix what
+    is checked of it (its storage, internal overlap, result shapes and dtypes)."""
+    fill = op.fill_value if isinstance(op, FillOperation) else None
+    return (type(op), op.arity, op.uniform_value, getattr(op, "elementwise", None),
+            getattr(op, "fn", None), getattr(op, "axis", None), type(fill), fill,
+            tuple([(v.shape, v.stride, v.dtype, v.tensor) for v in op.input_views]),
+            tuple([(v.shape, v.stride, v.dtype, v.tensor) for v in op.output_views]))
+
+
+def check_all(ops: list[Operation]) -> bytes:
+    """Check every op; refuse the first (in program order) that cannot run.
+
+    Ops with the same signature (kind, kernel and view layouts: a trace repeats a few of
+    them many times) are checked once. Returns, for the parallel runner, one byte per op:
+    1 for a light op (:func:`aliasflow.execution.ready.is_light`), else 0.
+    """
+    from .ready import is_light  # ready imports core only; deferred to keep checks leaf-like
+
+    passed: dict = {}  # signature -> light flag
+    light = bytearray(len(ops))
+    for k, op in enumerate(ops):
+        try:
+            key = _signature(op)
+            flag = passed.get(key)
+            if flag is not None:
+                light[k] = flag
+                continue
+        except TypeError:  # something unhashable (a user's kernel object): check it alone
+            key = None
         try:
             check_op(op)
         except AliasflowError as exc:
             raise OpRefused(op.name, str(exc)) from None
+        light[k] = flag = is_light(op)
+        if key is not None:
+            passed[key] = flag
+    return bytes(light)
