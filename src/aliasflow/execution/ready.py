@@ -6,7 +6,9 @@ program order), the ready ops (lowest program position first), and the position 
 failure, past which no op starts. Worker threads call ``next(timeout)`` for an op to run and
 ``done(k)`` or ``fail(k)`` when it has run; the calling thread waits with ``wait(seen,
 timeout)``. ``next`` answers -1 when the run is over (or stopped) and -2 when no op became
-ready within ``timeout`` seconds, so every wait is bounded.
+ready within ``timeout`` seconds, so every wait is bounded. Light ops (small NumPy kernels
+that hold the GIL throughout, :func:`is_light`) run one at a time, so that two threads do not
+hand the GIL back and forth between tiny ops.
 
 Two implementations answer alike: the compiled ``aliasflow.execution._ready.ReadyQueue``
 (used when it is built, unless ``AF_PURE=1``) and :class:`PyReadyQueue` below, the readable
