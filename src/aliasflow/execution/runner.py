@@ -2,7 +2,10 @@
 
 Both leave every storage and every op result exactly as program order does: the parallel
 runner only starts an op once every op it conflicts with (through the ordering edges'
-transitive closure) has finished.
+transitive closure) has finished. The bookkeeping between ops (which op is ready, lowest
+program position first) is the ready queue of :mod:`aliasflow.execution.ready`, in compiled
+code when it is built; the kernels run in the worker threads (NumPy releases the GIL inside
+its kernels, so big ops overlap).
 
 What a run promises when it fails (workers=1 and parallel alike):
 
