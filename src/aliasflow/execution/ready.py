@@ -302,11 +302,12 @@ def successor_arrays(graph, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 #: An op whose every view has at most this many elements and whose kernel is one of
-#: aliasflow's named NumPy kernels (or a fill) is *light*: NumPy keeps the GIL on loops of
-#: up to about 500 elements, and on a few thousand it releases it for a few microseconds
-#: only, less than the op's own Python work, so a second thread gains nothing there but GIL
-#: hand-overs. A heuristic: it decides which thread runs an op, never whether or when.
-LIGHT_ELEMENTS = 8192
+#: aliasflow's named NumPy kernels (or a fill) is *light*: NumPy releases the GIL only for
+#: loops over more than 500 elements (``NPY_BEGIN_THREADS_THRESHOLDED``), so such an op holds
+#: the GIL from start to end and cannot overlap another thread's Python anyway. Running light
+#: ops one at a time loses no parallelism; it only spares the GIL hand-overs. Bigger ops
+#: release the GIL for part of their time and may run beside each other.
+LIGHT_ELEMENTS = 500
 
 
 def is_light(op) -> int:
