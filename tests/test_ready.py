@@ -10,6 +10,7 @@ import copy
 import os
 import random
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -281,13 +282,28 @@ def random_light(seed):
     return lambda op: rnd.randint(0, 1)
 
 
+def yielding(fn):
+    """``fn`` after giving the GIL away (so threads really interleave between ops' reads
+    and writes); a callable kernel, so judged when it runs, with the same values."""
+    def kernel(*args, **kwargs):
+        time.sleep(0)
+        return fn(*args, **kwargs)
+    return kernel
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
-@given(programs(max_ops=12, executable=True, max_tensors=2), st.integers(0, 2**32))
-def test_parallel_runs_equal_program_order_and_numpy(backend, monkeypatch, ops, seed):
+@given(programs(max_ops=12, executable=True, max_tensors=2), st.integers(0, 2**32),
+       st.booleans())
+def test_parallel_runs_equal_program_order_and_numpy(backend, monkeypatch, ops, seed, switch):
     """Storages and results after run(workers=1..4), on either queue, with random ops
-    marked light, are byte for byte those of a sequential NumPy execution."""
+    marked light (and, if ``switch``, kernels that give the GIL away first), are byte for
+    byte those of a sequential NumPy execution."""
     monkeypatch.setattr(ready, "is_light", random_light(seed))
+    if switch:
+        for op in ops:
+            if hasattr(op, "fn") and not isinstance(op, af.FillOperation):
+                op.fn, op.elementwise = yielding(op.fn), False
     twin = copy.deepcopy(ops)
     numpy_reference(twin)
     expect = snapshot(twin)
