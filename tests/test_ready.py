@@ -387,3 +387,29 @@ def other_backend(request, monkeypatch):
         monkeypatch.setattr(ready, "NativeReadyQueue", None)
         monkeypatch.setenv("AF_PURE", "1")
     yield
+
+
+def test_check_all_does_not_trust_a_kernels_equality():
+    """Kernels are told apart by identity: one that claims to equal every other does not
+    let an op skip its check."""
+    class Liar:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args, **kwargs):
+            return self.fn(*args, **kwargs)
+
+        def __eq__(self, other):
+            return True
+
+        def __hash__(self):
+            return 0
+
+    t = af.Tensor("T", (4,), "float64")
+    ops = []
+    for name, fn in (("ok", np.negative), ("bad", lambda x: x.astype(np.complex128))):
+        op = af.TransformOperation(name, Liar(fn)).set_inputs(t[:2]).set_outputs(t[2:])
+        op.elementwise = True  # as a named kernel: its result dtype is predicted
+        ops.append(op)
+    with pytest.raises(checks.OpRefused, match="'bad'.*complex128"):
+        checks.check_all(ops)
