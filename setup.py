@@ -43,5 +43,14 @@ setup(
             extra_link_args=link_args,
             optional=not os.environ.get("AF_NATIVE_SANITIZE"),
         ),
+        # the parallel runner's ready queue (src/aliasflow/execution/_native_src/), same rules
+        Extension(
+            "aliasflow.execution._ready",
+            sources=["src/aliasflow/execution/_native_src/ready.cpp"],
+            language="c++",
+            extra_compile_args=compile_args,
+            extra_link_args=link_args,
+            optional=not os.environ.get("AF_NATIVE_SANITIZE"),
+        ),
     ],
 )

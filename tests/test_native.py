@@ -35,6 +35,19 @@ def test_walker_built():
     assert compiled.walker is _walker
 
 
+def test_ready_queue_extension_built():
+    """Fails when the parallel runner's compiled ready queue did not build (unless
+    AF_PURE=1); its tests are in test_ready.py."""
+    from aliasflow.execution import ready
+
+    if PURE:
+        assert ready.NativeReadyQueue is None and ready.backend_name() == "pure"
+        return
+    from aliasflow.execution._ready import ReadyQueue  # the import error, if any, is the message
+
+    assert ready.NativeReadyQueue is ReadyQueue and ready.backend_name() == "compiled"
+
+
 native = api._native
 needs_native = pytest.mark.skipif(native is None, reason="compiled backend not in use "
                                   "(AF_PURE=1, or not built: test_extension_built fails then)")

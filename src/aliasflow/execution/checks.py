@@ -9,6 +9,8 @@ be judged by running it: its result is checked when the op runs.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from ..core.errors import AliasflowError, ExecutionError
@@ -110,10 +112,55 @@ def check_op(op: Operation) -> None:
                                  f"output {out.name!r} of dtype {out.dtype}")
 
 
-def check_all(ops: list[Operation]) -> None:
-    """Check every op; refuse the first (in program order) that cannot run."""
-    for op in ops:
+_VIEW_KEY = attrgetter("shape", "stride", "dtype", "tensor")
+_PLAIN_NUMBERS = {int, float, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
+                  np.int64, np.uint8, np.uint16, np.uint32, np.uint64}
+
+
+def _signature(op: Operation):
+    """Everything :func:`check_op` reads of ``op``, as a hashable value: two ops with equal
+    signatures pass or fail it alike (within one call, while no storage changes), or None
+    when ``op`` must be checked alone. Views are immutable; a view's shape, stride (in its
+    tensor's elements), dtype and tensor fix what is checked of it (its storage, internal
+    overlap, result shapes and dtypes). The kernel is compared by identity (every op, so
+    every kernel, is alive during the call) and never hashed: a user's object could answer
+    anything to ``==``."""
+    fill = None
+    if isinstance(op, FillOperation):
+        fill = op.fill_value
+        if type(fill) not in _PLAIN_NUMBERS:
+            return None
+    return (type(op), op.arity, op.uniform_value, getattr(op, "elementwise", None),
+            id(getattr(op, "fn", None)), getattr(op, "axis", None), type(fill), fill,
+            tuple(map(_VIEW_KEY, op.input_views)), tuple(map(_VIEW_KEY, op.output_views)))
+
+
+def check_all(ops: list[Operation]) -> bytes:
+    """Check every op; refuse the first (in program order) that cannot run.
+
+    Ops with the same signature (kind, kernel and view layouts: a trace repeats a few of
+    them many times) are checked once. Returns, for the parallel runner, one byte per op:
+    1 for a light op (:func:`aliasflow.execution.ready.is_light`), else 0.
+    """
+    from .ready import is_light  # ready imports core only; deferred to keep checks leaf-like
+
+    passed: dict = {}  # signature -> light flag
+    light = bytearray(len(ops))
+    for k, op in enumerate(ops):
+        try:
+            key = _signature(op)
+        except Exception:  # noqa: BLE001 - an attribute check_op reports better: check alone
+            key = None
+        if key is not None:
+            flag = passed.get(key)
+            if flag is not None:
+                light[k] = flag
+                continue
         try:
             check_op(op)
         except AliasflowError as exc:
             raise OpRefused(op.name, str(exc)) from None
+        light[k] = flag = is_light(op)
+        if key is not None:
+            passed[key] = flag
+    return bytes(light)

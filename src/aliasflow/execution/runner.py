@@ -2,7 +2,10 @@
 
 Both leave every storage and every op result exactly as program order does: the parallel
 runner only starts an op once every op it conflicts with (through the ordering edges'
-transitive closure) has finished.
+transitive closure) has finished. The bookkeeping between ops (which op is ready, lowest
+program position first) is the ready queue of :mod:`aliasflow.execution.ready`, in compiled
+code when it is built; the kernels run in the worker threads (NumPy releases the GIL inside
+its kernels, so big ops overlap).
 
 What a run promises when it fails (workers=1 and parallel alike):
 
@@ -18,7 +21,6 @@ What a run promises when it fails (workers=1 and parallel alike):
 """
 from __future__ import annotations
 
-import heapq
 import threading
 
 from ..analysis.dependencies import analyze
@@ -27,8 +29,9 @@ from ..core.errors import AliasflowError, ExecutionError
 from ..core.operations import Operation
 from ..core.program import check_ops
 from .checks import check_all
+from .ready import make_queue
 
-MAX_WORKERS = 256  # threads beyond this only contend for the GIL and the scheduler's lock
+MAX_WORKERS = 256  # threads beyond this only contend for the GIL and the queue's lock
 POLL_SECONDS = 0.05  # the calling thread wakes at least this often (Ctrl-C, progress)
 
 
@@ -56,145 +59,104 @@ def run_sequential(ops: list[Operation], progress=None) -> None:
             progress(1)
 
 
-class _Scheduler:
-    """Shared state of a parallel run, under one lock: ready ops (lowest program position
-    first), unmet predecessor counts, and the position of the first failure so far.
+class _ParallelRun:
+    """Worker threads of one parallel run around a ready queue (:mod:`.ready`: compiled
+    when built). The queue hands out ready ops lowest program position first and, once an
+    op failed, never one at or past that position: ops after the first failing op never
+    start; ops before it always run (they can only depend on ops before them, none of
+    which failed).
 
-    Ops after the first failing op never start; ops before it always run (they can only
-    depend on ops before them, none of which failed).
+    A worker keeps the GIL from one op to the next (the queue releases it only while it
+    must wait for an op to become ready), so tiny ops do not hand the GIL back and forth.
     """
 
-    def __init__(self, ops: list[Operation], graph: DependencyGraph):
+    def __init__(self, ops: list[Operation], graph: DependencyGraph, light: bytes | None):
         self.ops = ops
-        n = len(ops)
-        self.waiting = [0] * n
-        self.successors: list[list[int]] = [[] for _ in range(n)]
-        for k in range(n):
-            preds = graph.predecessor_indices(k)
-            self.waiting[k] = len(preds)
-            for p in preds:
-                self.successors[p].append(k)
-        self.ready = [k for k in range(n) if not self.waiting[k]]
-        heapq.heapify(self.ready)
-        self.lock = threading.Condition()
+        self.queue = make_queue(graph, ops, light)
         self.failures: dict[int, BaseException] = {}
-        self.limit = n  # ops at or past this position never start
-        self.done: list[int] = []  # finished ops, in finishing order
-        self.running = 0
-        self.go = False  # workers wait for every thread to have started
-        self.stopped = False
         self.internal: BaseException | None = None
-
-    def _next(self):
-        """Position of an op to start, or None; True when the run is over."""
-        if self.stopped:
-            return True
-        if self.ready and self.ready[0] < self.limit:
-            return heapq.heappop(self.ready)
-        if self.running == 0:
-            return True  # nothing runs, nothing startable: nothing can become ready
-        return None
+        self.go = threading.Event()  # workers wait for every thread to have started
 
     def work(self) -> None:
         try:
+            self.go.wait()
             self._work()
         except BaseException as exc:  # a bug here must not leave the caller waiting
-            with self.lock:
-                self.internal = exc
-                self.stopped = True
-                self.lock.notify_all()
+            self.internal = exc
+            self.queue.stop()
 
     def _work(self) -> None:
-        k, exc = None, None
+        ops, failures = self.ops, self.failures
+        take, done, fail = self.queue.next, self.queue.done, self.queue.fail
         while True:
-            with self.lock:
-                if k is not None:  # report the op this worker just ran
-                    self.running -= 1
-                    if exc is None:
-                        self.done.append(k)
-                        for t in self.successors[k]:
-                            self.waiting[t] -= 1
-                            if not self.waiting[t]:
-                                heapq.heappush(self.ready, t)
-                    else:
-                        self.failures[k] = exc
-                        self.limit = min(self.limit, k)
-                    self.lock.notify_all()
-                while True:
-                    nxt = self._next() if self.go else (True if self.stopped else None)
-                    if nxt is not None:
-                        break
-                    self.lock.wait(POLL_SECONDS)
-                if nxt is True:
-                    return
-                k = nxt
-                self.running += 1
-            exc = None
+            k = take(POLL_SECONDS)
+            if k < 0:
+                if k == -1:
+                    return  # over, or stopped
+                continue  # nothing ready yet: look again (a bounded wait)
             try:
-                self.ops[k].execute()
+                ops[k].execute()
             except BaseException as error:  # handed to the caller's thread, which raises it
-                exc = error
+                failures[k] = error
+                fail(k)
+            else:
+                done(k)
 
     def stop(self) -> None:
-        with self.lock:
-            self.stopped = True
-            self.lock.notify_all()
+        self.queue.stop()
+        self.go.set()
 
 
-def _start_threads(scheduler: _Scheduler, workers: int) -> list[threading.Thread]:
+def _start_threads(run: _ParallelRun, workers: int) -> list[threading.Thread]:
     threads = []
     try:
         for i in range(workers):
-            t = threading.Thread(target=scheduler.work, name=f"aliasflow-{i}", daemon=True)
+            t = threading.Thread(target=run.work, name=f"aliasflow-{i}", daemon=True)
             t.start()
             threads.append(t)
     except RuntimeError as exc:  # "can't start new thread": refuse before any op runs
-        scheduler.stop()
+        run.stop()
         for t in threads:
             t.join()
         raise AliasflowError(f"workers={workers}: could only start {len(threads)} threads "
                              f"({exc}); no op has run") from None
-    with scheduler.lock:
-        scheduler.go = True
-        scheduler.lock.notify_all()
+    run.go.set()
     return threads
 
 
 def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | None = None,
-                 progress=None) -> None:
+                 progress=None, light: bytes | None = None) -> None:
     """Run ``ops`` on ``workers`` threads in any order the dependency graph allows (see the
-    module docstring for what a failed run leaves)."""
-    scheduler = _Scheduler(ops, graph if graph is not None else analyze(ops))
-    threads = _start_threads(scheduler, workers)
+    module docstring for what a failed run leaves); ``light`` as :func:`check_all` gives."""
+    run = _ParallelRun(ops, graph if graph is not None else analyze(ops), light)
+    queue = run.queue
+    threads = _start_threads(run, workers)
     reported = 0
     try:
         while True:
-            with scheduler.lock:
-                over = all(not t.is_alive() for t in threads) or (
-                    scheduler.stopped and scheduler.running == 0)
-                if not over and len(scheduler.done) == reported:
-                    scheduler.lock.wait(POLL_SECONDS)
-                fresh = len(scheduler.done) - reported
+            # sleeps without the GIL; wakes per finished op only when progress is watched
+            finished, over = queue.wait(reported if progress is not None else -1,
+                                        POLL_SECONDS)
             if progress is not None:
-                for _ in range(fresh):
+                for _ in range(finished - reported):
                     progress(1)  # in the caller's thread: its exceptions reach the caller
-            reported += fresh
-            if over and fresh == 0:
+            reported = finished
+            if over or not any(t.is_alive() for t in threads):
                 break
     except BaseException:  # Ctrl-C or the progress callback: start no more, let ops finish
-        scheduler.stop()
+        run.stop()
         for t in threads:
             while t.is_alive():
                 t.join(POLL_SECONDS)
         raise
     for t in threads:
         t.join()
-    if scheduler.internal is not None:
-        raise scheduler.internal
-    if scheduler.failures:
-        k = min(scheduler.failures)
-        exc = scheduler.failures[k]
-        ran_after = [ops[j].name for j in sorted(j for j in scheduler.done if j > k)]
+    if run.internal is not None:
+        raise run.internal
+    if run.failures:
+        k = min(run.failures)
+        exc = run.failures[k]
+        ran_after = [ops[j].name for j in queue.finished_ops() if j > k]
         error = _failure(ops[k], exc, ran_after)
         raise error from (exc.__cause__ if error is exc else exc)
 
@@ -239,7 +201,7 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
             raise AliasflowError(f"graph must be a DependencyGraph from analyze(), got "
                                  f"{type(graph).__name__}")
         graph.check_matches(ops)
-    check_all(ops)
+    light = check_all(ops)
     workers = min(workers, len(ops), MAX_WORKERS)
     if backend is not None or block_bytes is not None:
         from .distributed.engine import run as run_blocks
@@ -247,4 +209,4 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
     elif workers <= 1:
         run_sequential(ops, progress)
     else:
-        run_parallel(ops, workers, graph, progress)
+        run_parallel(ops, workers, graph, progress, light)
