@@ -1,10 +1,13 @@
-"""Build of the compiled solver core (the rest of the metadata is in pyproject.toml).
+"""Build of the compiled core (the rest of the metadata is in pyproject.toml).
 
-``aliasflow.solver._native`` is a hand-written CPython C-API module in C++17
-(src/aliasflow/solver/_native_src/): the cheapest route to build (one compiler call, nothing
-but setuptools at build time) and to call (~30 ns per call). ``pip install .`` and
-``pip install -e .`` compile it; for development: ``python setup.py build_ext --inplace``.
-``AF_NATIVE_SANITIZE=1`` builds it with AddressSanitizer and UBSan (see fuzz/README.md).
+Three hand-written CPython C-API modules in C++17, each beside the pure-Python reference it
+must agree with: ``aliasflow.solver._native`` (exact overlap), ``aliasflow.analysis._walker``
+(the dependency walk; it compiles the solver's header too) and
+``aliasflow.execution._ready`` (the parallel runner's ready queue). A hand-written module is
+the cheapest route to build (one compiler call, nothing but setuptools at build time) and to
+call (~30 ns per call). ``pip install .`` and ``pip install -e .`` compile them; for
+development: ``python setup.py build_ext --inplace``. ``AF_NATIVE_SANITIZE=1`` builds them
+with AddressSanitizer and UBSan (see fuzz/README.md).
 """
 
 import os
@@ -12,45 +15,31 @@ import os
 from setuptools import Extension, setup
 
 SRC = "src/aliasflow/solver/_native_src"
-WALK = "src/aliasflow/analysis/_native_src"  # the compiled dependency walk (uses SRC's solver)
+WALK = "src/aliasflow/analysis/_native_src"
+READY = "src/aliasflow/execution/_native_src"
+SANITIZE = bool(os.environ.get("AF_NATIVE_SANITIZE"))
 compile_args = ["-std=c++17", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra"]
 link_args = []
-if os.environ.get("AF_NATIVE_SANITIZE"):
+if SANITIZE:
     san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
            "-fno-omit-frame-pointer", "-fno-wrapv", "-g", "-O1"]
     compile_args += san
     link_args += san
 
+
+def extension(name: str, source: str, depends=()) -> Extension:
+    # A failed build leaves a working pure-Python install; the test suite then fails
+    # (tests/test_native.py) unless AF_PURE=1 asks for pure Python.
+    return Extension(name, sources=[source], depends=list(depends), language="c++",
+                     extra_compile_args=compile_args, extra_link_args=link_args,
+                     optional=not SANITIZE)
+
+
 setup(
     ext_modules=[
-        Extension(
-            "aliasflow.solver._native",
-            sources=[f"{SRC}/module.cpp"],
-            depends=[f"{SRC}/overlap.hpp"],
-            language="c++",
-            extra_compile_args=compile_args,
-            extra_link_args=link_args,
-            # a failed build leaves a working pure-Python install; the test suite then fails
-            # (tests/test_native.py::test_extension_built) unless AF_PURE=1 asks for that
-            optional=not os.environ.get("AF_NATIVE_SANITIZE"),
-        ),
-        Extension(
-            "aliasflow.analysis._walker",
-            sources=[f"{WALK}/walker.cpp"],
-            depends=[f"{WALK}/walk.hpp", f"{WALK}/index.hpp", f"{SRC}/overlap.hpp"],
-            language="c++",
-            extra_compile_args=compile_args,
-            extra_link_args=link_args,
-            optional=not os.environ.get("AF_NATIVE_SANITIZE"),
-        ),
-        # the parallel runner's ready queue (src/aliasflow/execution/_native_src/), same rules
-        Extension(
-            "aliasflow.execution._ready",
-            sources=["src/aliasflow/execution/_native_src/ready.cpp"],
-            language="c++",
-            extra_compile_args=compile_args,
-            extra_link_args=link_args,
-            optional=not os.environ.get("AF_NATIVE_SANITIZE"),
-        ),
+        extension("aliasflow.solver._native", f"{SRC}/module.cpp", [f"{SRC}/overlap.hpp"]),
+        extension("aliasflow.analysis._walker", f"{WALK}/walker.cpp",
+                  [f"{WALK}/walk.hpp", f"{WALK}/index.hpp", f"{SRC}/overlap.hpp"]),
+        extension("aliasflow.execution._ready", f"{READY}/ready.cpp"),
     ],
 )

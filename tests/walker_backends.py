@@ -4,22 +4,8 @@
 twice (as ``solver_backends`` does for the solver).
 """
 
-import pytest
-
 from aliasflow.analysis import compiled
 
+from backends import backend_fixture
 
-@pytest.fixture(autouse=True, scope="module", params=["compiled", "pure"])
-def walker_backend(request):
-    """Select the walk for the module's tests (restored afterwards)."""
-    saved = compiled.walker
-    if request.param == "compiled":
-        if saved is None:
-            pytest.skip("compiled walker not loaded (AF_PURE=1, or not built: "
-                        "tests/test_native.py::test_extension_built fails then)")
-    else:
-        compiled.walker = None
-    try:
-        yield request.param
-    finally:
-        compiled.walker = saved
+walker_backend = backend_fixture(compiled, "walker", "compiled")

@@ -10,11 +10,10 @@ extension.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from .. import solver
+from ..solver.native import load
 from ..core.view import TensorView
 from .lower import element_cells, lower
 from .schedule import OpViews
@@ -23,18 +22,8 @@ KINDS = ("RAW", "WAR", "WAW")
 _KIND_BIT = {"RAW": 1, "WAR": 2, "WAW": 4}
 
 
-def _load():
-    if os.environ.get("AF_PURE", "") not in ("", "0"):
-        return None
-    try:
-        from . import _walker
-    except ImportError:
-        return None
-    return _walker
-
-
 #: The compiled walker in use, or None (the Python reference). Tests swap it.
-walker = _load()
+walker = load(__package__ + "._walker")
 
 
 def _covers(a, b, limit):

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
 import threading
 
 import numpy as np
 
 from ..core.operations import FillOperation
+from ..solver.native import load
 
 MAX_TIMEOUT = 3600.0
 _STATES = ("waiting", "ready", "running", "done", "failed")
@@ -265,19 +265,8 @@ class PyReadyQueue:
                     "stopped": self._stopped, "over": self._over()}
 
 
-def _load_native():
-    """The compiled queue class, or None with ``AF_PURE=1`` or when it is not built."""
-    if os.environ.get("AF_PURE", "") not in ("", "0"):
-        return None
-    try:
-        from ._ready import ReadyQueue
-    except ImportError:
-        return None
-    return ReadyQueue
-
-
 #: The compiled queue class in use, or None (pure Python). Tests swap it to compare both.
-NativeReadyQueue = _load_native()
+NativeReadyQueue = getattr(load(__package__ + "._ready"), "ReadyQueue", None)
 
 
 def backend_name() -> str:

@@ -6,7 +6,6 @@ Every function accepts a :class:`~aliasflow.solver.layout.Layout` or a plain
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import numpy as np
@@ -14,6 +13,7 @@ import numpy as np
 from .cells import (DEFAULT_LIMIT, TooLargeError, enumerate_nf, member_mask,
                     membership_cost, product_cells)
 from .layout import Layout, as_triple, norm, unnormalize
+from .native import load
 from .radix import ap_intersect, ap_subset, product_form
 from .search import Exhausted, UndecidedError, active_budget, solve
 
@@ -73,13 +73,7 @@ def _load_native():
     exact search (the same algorithm, with a larger work budget) ran out: the problem then
     goes straight to isl, where the pure path would also end up.
     """
-    if os.environ.get("AF_PURE", "") not in ("", "0"):
-        return None
-    try:
-        from . import _native
-    except ImportError:
-        return None
-    return _native
+    return load(__package__ + "._native")
 
 
 #: The compiled backend in use, or None (pure Python).  Tests swap it to compare both.
