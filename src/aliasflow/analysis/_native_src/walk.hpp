@@ -389,6 +389,19 @@ private:
         bits.or_shifted(target, ancestors(i), d + 1);
     }
 
+    // A candidate of op i is implied for op j when i is already an ancestor through the
+    // conflicts found so far and has no conflict of its own yet (dependencies._prune).
+    bool implied(int64_t j, int64_t i) const {
+        int64_t d = j - 1 - i;
+        return d < P.window && Bits::test(reach.data(), d) && direct_stamp[size_t(i)] != j;
+    }
+    void conflict(int64_t j, const Record& old, int kind, int64_t r) {
+        found.push_back(Found{old.op, kind, old.row, int32_t(r)});
+        direct_stamp[size_t(old.op)] = j;
+        int64_t d = j - 1 - old.op;
+        if (d < P.window) set_reach(reach.data(), old.op, d);
+    }
+
     bool step(int64_t j) {
         found.clear();
         pending.clear();
@@ -403,17 +416,10 @@ private:
                 st.writes.query(low, high, cand);
                 for (int32_t rid : cand) {
                     const Record& old = records[size_t(rid)];
-                    int64_t d = j - 1 - old.op;
-                    if (skip_raw && d < W && Bits::test(reach.data(), d) &&
-                        direct_stamp[size_t(old.op)] != j)
-                        continue;
+                    if (skip_raw && implied(j, old.op)) continue;
                     bool hit;
                     if (!meets(old, r, dense, hit)) return false;
-                    if (hit) {
-                        found.push_back(Found{old.op, RAW, old.row, int32_t(r)});
-                        direct_stamp[size_t(old.op)] = j;
-                        if (d < W) set_reach(reach.data(), old.op, d);
-                    }
+                    if (hit) conflict(j, old, RAW, r);
                 }
                 pending.push_back(Pending{R.group[r], int32_t(r), true});
                 continue;
@@ -427,12 +433,10 @@ private:
                 index.query(low, high, cand);
                 for (int32_t rid : cand) {
                     const Record old = records[size_t(rid)];
-                    int64_t d = j - 1 - old.op;
                     Change ch;
                     ch.rid = rid;
                     bool keep;
-                    if (skip && d < W && Bits::test(reach.data(), d) &&
-                        direct_stamp[size_t(old.op)] != j) {
+                    if (skip && implied(j, old.op)) {
                         if (P.retire) {
                             if (dense) {
                                 if (!remainder(r, dense, low, high, old, ch, keep)) return false;
@@ -451,9 +455,7 @@ private:
                     bool hit;
                     if (!meets(old, r, dense, hit)) return false;
                     if (hit) {
-                        found.push_back(Found{old.op, kind, old.row, int32_t(r)});
-                        direct_stamp[size_t(old.op)] = j;
-                        if (d < W) set_reach(reach.data(), old.op, d);
+                        conflict(j, old, kind, r);
                         if (P.retire) {
                             if (!remainder(r, dense, low, high, old, ch, keep)) return false;
                             if (!keep) changed.push_back(ch);
