@@ -220,3 +220,32 @@ def test_reinterpreting_views_take_the_table_path():
     got = deps.ordering_edges(ops)
     assert [(d.src, d.dst, d.kind) for d in got] == [("w", "r", "RAW")]
     assert keys(got) == keys(deps.reference_edges(ops))
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", ["seed_complex", "seed_simple", "shared_buffer",
+                                  "sliding_window", "transpose_inplace"])
+def test_example_programs_give_the_reference_edges(name):
+    from aliasflow.io import load_program
+    ops = load_program(ROOT / "examples" / f"{name}.json").ops
+    for mode in MODES:
+        got, want = both(ops, *mode)
+        assert got == want
+
+
+def test_benchmark_traces_give_the_reference_edges():
+    """The benchmark's transformer and non-dense traces (real-program shapes: arenas, KV
+    ring buffers, head blocks, windows, transposed tiles), in all three modes."""
+    import sys
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from trace import make_nondense_trace, make_trace
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    for ops in (make_trace(1500, seed=5), make_nondense_trace(800, seed=6)):
+        for retire, prune in MODES:
+            part = ops if retire else ops[:400]
+            got, want = both(part, retire, prune)
+            assert got == want and len(got) > 100
