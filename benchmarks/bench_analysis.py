@@ -547,7 +547,7 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
             rows.append(("3 memory", f"per op at {fmt_n(n)} ops",
                          f"graph keeps {r['kept'] / n:,.0f} B/op (edges as arrays and the "
                          f"views analysed); peak during analyze "
-                         f"{(r['peak'] - r['rss_trace']) / n:,.0f} B/op",
+                         f"{(r['maxrss'] - r['rss_trace']) / n:,.0f} B/op",
                          "<= 200 B/op", status(r["kept"] / n <= 200)))
         if n not in big and "error" not in r:
             rows.append(("3 memory", f"peak RSS at {fmt_n(n)} ops",
