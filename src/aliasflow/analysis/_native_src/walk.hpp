@@ -228,13 +228,16 @@ private:
             }
             if (size_of(row_layout(r)) <= P.covers_limit) {
                 const std::vector<int64_t>& cells = row_cells(r);
+                // each cell of the smaller sorted set looked up in the larger one
+                const std::vector<int64_t>& few = cells.size() < left.size() ? cells : left;
+                const std::vector<int64_t>& many = cells.size() < left.size() ? left : cells;
                 out = false;
-                auto a = left.begin(), b = cells.begin();
-                while (a != left.end() && b != cells.end()) {
-                    if (*a < *b) ++a;
-                    else if (*b < *a) ++b;
-                    else { out = true; break; }
-                }
+                for (int64_t c : few)
+                    if (c >= many.front() && c <= many.back() &&
+                        std::binary_search(many.begin(), many.end(), c)) {
+                        out = true;
+                        break;
+                    }
                 return true;
             }
         }
