@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 
 from .errors import AliasflowError
 from .operations import Operation
 from .record import OpRecord
 from .tensor import Tensor
 from .view import TensorView
+
+
+_name = attrgetter("name")
 
 
 def check_ops(ops: Iterable[Operation]) -> list[Operation]:
@@ -18,9 +22,15 @@ def check_ops(ops: Iterable[Operation]) -> list[Operation]:
     except TypeError:
         raise AliasflowError(f"expected a list of Operations, got {type(ops).__name__}") \
             from None
+    kinds = (Operation, OpRecord)
+    # the common case checked in bulk (a million ops: types seen once each, names in one set)
+    if all(issubclass(t, kinds) for t in set(map(type, ops))):
+        names = list(map(_name, ops))
+        if len(set(names)) == len(names):
+            return ops
     seen: set[str] = set()
     for i, op in enumerate(ops):
-        if not isinstance(op, (Operation, OpRecord)):
+        if not isinstance(op, kinds):
             raise AliasflowError(f"ops[{i}] is not an Operation or OpRecord: {op!r}")
         if op.name in seen:
             raise AliasflowError(f"op name {op.name!r} is used twice; op names must be unique")
