@@ -35,6 +35,13 @@ struct Rows {
     std::vector<int64_t> shape, stride;
     std::vector<int64_t> op_starts;   // n_ops + 1 entries
     int64_t size() const { return int64_t(op.size()); }
+    // drop the growth slack (one array at a time, so the peak grows by one array at most)
+    void shrink() {
+        op.shrink_to_fit(); group.shrink_to_fit(); mode.shrink_to_fit(); dense.shrink_to_fit();
+        low.shrink_to_fit(); high.shrink_to_fit(); offset.shrink_to_fit();
+        dims_start.shrink_to_fit(); shape.shrink_to_fit(); stride.shrink_to_fit();
+        op_starts.shrink_to_fit();
+    }
 };
 
 // A live access record: the op, the row it came from (its view), its extent in cells, and

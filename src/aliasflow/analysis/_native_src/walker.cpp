@@ -161,7 +161,8 @@ PyObject* pack_edges(const std::vector<afw::Edge>& edges) {
 }
 
 // Walk `rows` without the GIL; edges into a bytes object, or nullptr with an error set.
-PyObject* run_walk(const afw::Rows& rows, int64_t n_ops, int64_t n_groups, const afw::Params& p,
+// The rows are freed before the edges are packed (the two would add up at the peak).
+PyObject* run_walk(afw::Rows& rows, int64_t n_ops, int64_t n_groups, const afw::Params& p,
                    PyCallbacks& cb) {
     std::vector<afw::Edge> edges;
     bool ok;
@@ -177,6 +178,7 @@ PyObject* run_walk(const afw::Rows& rows, int64_t n_ops, int64_t n_groups, const
         PyEval_RestoreThread(cb.ts);
         edges.swap(w.edges);
     }
+    rows = afw::Rows();
     if (!ok) return nullptr;
     return pack_edges(edges);
 }
@@ -452,25 +454,31 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
             Py_RETURN_NONE;
         }
     }
+    // row -> position of its view in the snapshot; then where each op's lists start
+    Py_ssize_t n_rows = Py_ssize_t(rows.op.size());
+    vstart.push_back(int32_t(PyList_GET_SIZE(snapshot)));
+    PyObject* meta_b = PyBytes_FromStringAndSize(
+        nullptr, Py_ssize_t((size_t(n_rows) + vstart.size()) * sizeof(int32_t)));
+    if (!meta_b) {
+        Py_DECREF(snapshot);
+        return nullptr;
+    }
+    int32_t* meta = reinterpret_cast<int32_t*>(PyBytes_AS_STRING(meta_b));
+    for (Py_ssize_t r = 0; r < n_rows; ++r)
+        meta[r] = vstart[size_t(2 * rows.op[size_t(r)] + rows.mode[size_t(r)])] + row_pos[size_t(r)];
+    std::copy(vstart.begin(), vstart.end(), meta + n_rows);
+    // what only the lowering needed goes before the walk; the rows go before the packing
+    std::vector<int32_t>().swap(row_pos);
+    std::vector<int32_t>().swap(row_tensor);
+    std::vector<int32_t>().swap(vstart);
+    rows.shrink();
     PyObject* edges = run_walk(rows, n_ops, n_groups, p, cb);
     if (!edges) {
+        Py_DECREF(meta_b);
         Py_DECREF(snapshot);
         return nullptr;
     }
-    // row -> position of its view in the snapshot; then where each op's lists start
-    vstart.push_back(int32_t(PyList_GET_SIZE(snapshot)));
-    std::vector<int32_t> meta(rows.op.size() + vstart.size());
-    for (size_t r = 0; r < rows.op.size(); ++r)
-        meta[r] = vstart[size_t(2 * rows.op[r] + rows.mode[r])] + row_pos[r];
-    std::copy(vstart.begin(), vstart.end(), meta.begin() + rows.op.size());
-    PyObject* meta_b = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(meta.data()),
-                                                 Py_ssize_t(meta.size() * sizeof(int32_t)));
-    if (!meta_b) {
-        Py_DECREF(edges);
-        Py_DECREF(snapshot);
-        return nullptr;
-    }
-    return Py_BuildValue("(NNNn)", edges, meta_b, snapshot, Py_ssize_t(rows.op.size()));
+    return Py_BuildValue("(NNNn)", edges, meta_b, snapshot, n_rows);
 }
 
 // ---------------------------------------------------------------- walk_table
