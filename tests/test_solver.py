@@ -299,3 +299,41 @@ def test_many_terms_sweep_against_reachable_sums():
     rng = random.Random(20261122)
     for _ in range(3000):
         check_many_terms(*_many_term_problem(rng.randint, rng.choice))
+
+
+def test_three_term_count_against_brute_force():
+    """The solution count that decides three-term problems at once, on every small case."""
+    import random
+    from math import gcd
+
+    from aliasflow.solver import api
+    from aliasflow.solver.search import _count3, _three_terms
+
+    native = api._native
+
+    rng = random.Random(7)
+    for _ in range(4000):
+        c = [rng.randint(1, rng.choice([3, 12, 40])) for _ in range(3)]
+        u = [rng.randint(0, rng.choice([2, 6, 14])) for _ in range(3)]
+        d = rng.randint(0, sum(x * y for x, y in zip(c, u)))
+        sols = [z for z in itertools.product(*[range(n + 1) for n in u])
+                if sum(x * y for x, y in zip(c, z)) == d]
+        # z3's candidates as the search makes them: c3*z3 = d (mod gcd(c1, c2)), in range
+        g12, g = gcd(c[0], c[1]), gcd(*c)
+        lo = max(0, -(-(d - c[0] * u[0] - c[1] * u[1]) // c[2]))
+        hi = min(u[2], d // c[2])
+        if d % g or lo > hi:
+            assert not sols
+            continue
+        step = g12 // g
+        r = (d // g) % step * pow(c[2] // g, -1, step) % step if step > 1 else 0
+        s = lo + (r - lo) % step
+        count = (hi - s) // step + 1 if s <= hi else 0
+        args = (c[0], u[0], c[1], u[1], c[2], s, step, count, d)
+        assert _count3(*args) == len(sols)
+        if native is not None:
+            assert native._count3(*args) == len(sols)
+        z = _three_terms(c[0], u[0], c[1], u[1], c[2], s, step, count, d)
+        assert (z is None) == (not sols)
+        if z is not None:
+            assert tuple(z) in sols

@@ -15,7 +15,7 @@ decreasing coefficient (NumPy's ``mem_overlap.c`` sorts the same way), with
   (the divisibility chains of views sliced from one parent);
 * branching on the term with the fewest candidates, from the value that leaves the rest a
   target in the middle of its range outwards; two terms solved exactly by the extended
-  Euclidean algorithm;
+  Euclidean algorithm, three by counting their solutions (:func:`_count3`);
 * memoisation of failed ``(subset, remaining target)`` states, which makes the
   search polynomial when the coefficients form (or nearly form) a divisibility
   chain, as for views sliced from one parent (a couple of states per level);
@@ -202,6 +202,88 @@ def _two_terms(c1, u1, c2, u2, d):
     return z1, (d - c1 * z1) // c2
 
 
+def _floor_sum(n, m, a, b):
+    """``sum((a*i + b) // m for i in range(n))`` for ``m > 0`` in O(log), by the Euclid-like
+    reduction of the AtCoder library's ``floor_sum``."""
+    if n <= 0:
+        return 0
+    q = a // m
+    ans = n * (n - 1) // 2 * q
+    a -= q * m
+    q = b // m
+    ans += n * q
+    b -= q * m
+    while True:
+        if a >= m:
+            ans += n * (n - 1) // 2 * (a // m)
+            a %= m
+        if b >= m:
+            ans += n * (b // m)
+            b %= m
+        y = a * n + b
+        if y < m:
+            return ans
+        n, b = divmod(y, m)
+        m, a = a, m
+
+
+def _count3(c1, u1, c2, u2, c3, s, step, count, d):
+    """Number of solutions of ``c1*z1 + c2*z2 + c3*z3 == d``, ``0 <= z1 <= u1``,
+    ``0 <= z2 <= u2``, ``z3 = s + step*j`` for ``0 <= j < count``.
+
+    Every such ``z3`` must leave the pair a target divisible by ``g = gcd(c1, c2)`` in
+    ``[0, c1*u1 + c2*u2]`` (the branch's congruence and range give that).  With
+    ``a1, a2 = c1/g, c2/g``, ``T = (d - c3*z3)/g`` and ``v = a1^-1 mod a2`` the pair has
+    ``floor((H - v*T)/a2) - floor((L - 1 - v*T)/a2)`` solutions, ``H = min(u1, T // a1)``,
+    ``L = max(0, ceil((T - a2*u2)/a1))``.  T falls linearly with j, so on the (at most two)
+    pieces of j where H (L) is one expression each term is the floor of a linear function
+    of j, and its sum over j a :func:`_floor_sum`.
+    """
+    g = gcd(c1, c2)
+    a1, a2 = c1 // g, c2 // g
+    t0 = (d - c3 * s) // g
+    e = c3 * step // g
+    v = pow(a1, -1, a2) if a2 > 1 else 0
+    w = 1 - a1 * v  # a multiple of a2
+
+    def clamp(j):
+        return min(max(j, 0), count)
+
+    def t_at(j):
+        return t0 - e * j
+
+    # H = u1 while T >= a1*u1, i.e. for j <= (t0 - a1*u1) // e
+    cut = clamp((t0 - a1 * u1) // e + 1)
+    total = (_floor_sum(cut, a2, v * e, u1 - v * t0)
+             + _floor_sum(count - cut, a1 * a2, -w * e, w * t_at(cut)))
+    # L = ceil((T - a2*u2)/a1) > 0 while T > a2*u2, i.e. for j < ceil((t0 - a2*u2) / e)
+    cut = clamp(-(-(t0 - a2 * u2) // e))
+    total -= (_floor_sum(cut, a1 * a2, -w * e, w * t0 - a2 * u2 - 1)
+              + _floor_sum(count - cut, a2, v * e, -1 - v * t_at(cut)))
+    return total
+
+
+def _three_terms(c1, u1, c2, u2, c3, s, step, count, d):
+    """A solution ``(z1, z2, z3)`` of the problem of :func:`_count3`, or None: the first j
+    with a solution is found by bisection on the counts."""
+    if _count3(c1, u1, c2, u2, c3, s, step, count, d) <= 0:
+        return None
+    lo, hi = 0, count  # the count over j < hi is positive, over j < lo it is not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _count3(c1, u1, c2, u2, c3, s, step, mid, d) > 0:
+            hi = mid
+        else:
+            lo = mid
+    z3 = s + step * lo
+    z1, z2 = _two_terms(c1, u1, c2, u2, d - c3 * z3)
+    return z1, z2, z3
+
+
+# Three terms with more branches than this are decided by counting their solutions.
+THREE_TERMS_COUNT = 4
+
+
 def _split_search(terms, d, budget):
     """Exact search on ``terms`` (sorted by decreasing c, clamped, every u >= 1).
 
@@ -220,8 +302,9 @@ def _split_search(terms, d, budget):
       solutions are densest there (from one end, the rest starts in a corner of its box
       where they are rare; NumPy's random test problems showed the difference).
 
-    Two terms are solved exactly (:func:`_two_terms`), failed states are memoised and the
-    work is bounded.  Returns ``{term index: z}`` or None.
+    Two terms are solved exactly (:func:`_two_terms`), three with many branches by counting
+    (:func:`_three_terms`), failed states are memoised and the work is bounded.  Returns
+    ``{term index: z}`` or None.
     """
     k = len(terms)
     cs = [c for c, _ in terms]
@@ -316,6 +399,14 @@ def _split_search(terms, d, budget):
                     return zu
             failed.add(key)
             return None
+        if m == 3 and nbranch > THREE_TERMS_COUNT:  # all the branches at once
+            p, q = [j for j in idx if j != i]
+            tick()
+            z = _three_terms(cs[p], us[p], cs[q], us[q], c, start, mod, nbranch, d)
+            if z is None:
+                failed.add(key)
+                return None
+            return {p: z[0], q: z[1], i: z[2]}
         sub = mask & ~(1 << i)
         top = start + (nbranch - 1) * mod
         want = (d - (tot - c * us[i]) // 2) // c  # the rest's target mid-range

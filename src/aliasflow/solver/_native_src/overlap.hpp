@@ -26,6 +26,10 @@ constexpr int MAX_NDIM = 64;
 // Work units of the compiled search before it hands the problem back (Python then goes
 // on to isl).  The Python reference uses 4000; a unit here costs ~10 ns, not ~1 µs.
 constexpr long DEFAULT_BUDGET = 50000;
+// Three terms with more branches than this are decided by counting their solutions.
+#ifndef THREE_TERMS_COUNT
+#define THREE_TERMS_COUNT 4
+#endif
 
 struct Overflow {};  // thrown by the checked arithmetic, caught at the entry points
 
@@ -273,6 +277,79 @@ inline void z_range64(i128 d, int64_t c, i128 u, i128 rest_max, i128& lo, i128& 
     if (hi > u) hi = u;
 }
 
+// sum of floor((a*i + b) / m) over 0 <= i < n (m > 0; any a, b), by the Euclid-like
+// reduction of the AtCoder library's floor_sum; checked (throws Overflow).
+inline i128 floor_sum(i128 n, i128 m, i128 a, i128 b) {
+    if (n <= 0) return 0;
+    i128 ans = 0;
+    auto tri = [](i128 k) { return k % 2 ? mul(k, (k - 1) / 2) : mul(k / 2, k - 1); };
+    if (a < 0 || a >= m) {
+        i128 q = fdiv(a, m);
+        ans = add(ans, mul(tri(n), q));
+        a -= q * m;
+    }
+    if (b < 0 || b >= m) {
+        i128 q = fdiv(b, m);
+        ans = add(ans, mul(n, q));
+        b -= q * m;
+    }
+    for (;;) {
+        if (a >= m) {
+            ans = add(ans, mul(tri(n), a / m));
+            a %= m;
+        }
+        if (b >= m) {
+            ans = add(ans, mul(n, b / m));
+            b %= m;
+        }
+        i128 y = add(mul(a, n), b);
+        if (y < m) return ans;
+        n = y / m;
+        b = y % m;
+        i128 t = m;
+        m = a;
+        a = t;
+    }
+}
+
+// Number of solutions of c1*z1 + c2*z2 + c3*z3 = d with 0 <= z1 <= u1, 0 <= z2 <= u2 and
+// z3 = s + M*j, 0 <= j < J, where every such z3 leaves the pair a target divisible by
+// g12 = gcd(c1, c2) in [0, c1*u1 + c2*u2] (the branch's congruence and range give that).
+// With a1 = c1/g12, a2 = c2/g12, T = (d - c3*z3)/g12 and v = a1^-1 mod a2, the pair has
+//   floor((H - v*T) / a2) - floor((L - 1 - v*T) / a2)
+// solutions, H = min(u1, T div a1), L = max(0, ceil((T - a2*u2) / a1)); T falls linearly
+// with j, so on the (at most two) pieces of j where H (L) is one expression each term is a
+// floor of a linear function of j, and the sum over j is a floor_sum.  O(log) instead of
+// J two-term checks, which matter when the pair's solutions drift slowly with j.
+inline i128 count3(int64_t c1, i128 u1, int64_t c2, i128 u2, int64_t c3, i128 s, i128 M, i128 J,
+                   i128 d) {
+    int64_t g12 = gcd64(c1, c2);
+    i128 a1 = c1 / g12, a2 = c2 / g12;
+    i128 T0 = sub(d, mul(c3, s)) / g12;
+    i128 E = mul(c3, M) / g12;
+    if (E <= 0) throw Overflow();  // not a branch of the search (M >= g12 / gcd(c1, c2, c3))
+    i128 v = a2 > 1 ? modinv(a1, a2) : 0;
+    i128 w = sub(1, mul(a1, v));  // a multiple of a2
+    i128 a12 = mul(a1, a2);
+    auto Tat = [&](i128 j) { return sub(T0, mul(E, j)); };
+    // sum over j in [j0, j1) of floor((u1 - v T)/a2), floor(w T/(a1 a2)),
+    // floor((w T - a2 u2 - 1)/(a1 a2)) and floor((-1 - v T)/a2)
+    auto h_u1 = [&](i128 j0, i128 j1) { return floor_sum(j1 - j0, a2, mul(v, E), sub(u1, mul(v, Tat(j0)))); };
+    auto h_div = [&](i128 j0, i128 j1) { return floor_sum(j1 - j0, a12, -mul(w, E), mul(w, Tat(j0))); };
+    auto l_ceil = [&](i128 j0, i128 j1) {
+        return floor_sum(j1 - j0, a12, -mul(w, E), sub(sub(mul(w, Tat(j0)), mul(a2, u2)), 1));
+    };
+    auto l_zero = [&](i128 j0, i128 j1) { return floor_sum(j1 - j0, a2, mul(v, E), sub(-1, mul(v, Tat(j0)))); };
+    auto clampj = [&](i128 j) { return j < 0 ? i128(0) : j > J ? J : j; };
+    // H = u1 while T >= a1*u1, i.e. for j <= (T0 - a1*u1) div E
+    i128 cut = clampj(add(fdiv(sub(T0, mul(a1, u1)), E), 1));
+    i128 total = add(h_u1(0, cut), h_div(cut, J));
+    // L = ceil((T - a2*u2)/a1) > 0 while T > a2*u2, i.e. for j < ceil((T0 - a2*u2) / E)
+    i128 num = sub(T0, mul(a2, u2));
+    cut = clampj(-fdiv(-num, E));
+    return sub(total, add(l_ceil(0, cut), l_zero(cut, J)));
+}
+
 // search._split_search: the terms (sorted by decreasing c, clamped to u <= d / c, u >= 1,
 // every c < 2^63) are a set; a sub-problem is a subset (bit i: term i) and a target.
 // For a subset it first checks the target's range and its congruence mod the subset's gcd,
@@ -285,7 +362,8 @@ inline void z_range64(i128 d, int64_t c, i128 u, i128 rest_max, i128& lo, i128& 
 //    over gcd and bounded by the others' range), trying them from the value that leaves the
 //    others a target in the middle of their range outwards (solutions are densest there;
 //    from one end the rest starts in a corner of its box where they are rare).
-// Two terms are solved exactly, failed states are memoised, and the work is bounded.
+// Two terms are solved exactly, three with many branches by counting their solutions
+// (count3), failed states are memoised, and the work is bounded.
 struct SplitSearch {
     int k;
     int64_t c[MAX_TERMS];
@@ -398,6 +476,17 @@ struct SplitSearch {
                 if (rec(upper, d - lt)) return true;
             }
             return fail(mask, d);
+        }
+        if (m == 3 && nbranch > THREE_TERMS_COUNT) {
+            // all the branches at once: count the solutions
+            int p = idx[0] == i ? idx[1] : idx[0], q = idx[2] == i ? idx[1] : idx[2];
+            try {
+                tick();
+                return count3(c[p], u[p], c[q], u[q], ci, start, mod, nbranch, d) > 0 ||
+                       fail(mask, d);
+            } catch (Overflow&) {
+                // values too large for the count: branch as below
+            }
         }
         u128 sub = mask & ~(u128(1) << i);
         i128 top = start + (nbranch - 1) * mod;
