@@ -280,8 +280,11 @@ def _three_terms(c1, u1, c2, u2, c3, s, step, count, d):
     return z1, z2, z3
 
 
-# Three terms with more branches than this are decided by counting their solutions.
-THREE_TERMS_COUNT = 4
+# Three terms with more branches than this are decided by counting their solutions (a count
+# costs about as much as this many two-term checks, and is charged so to the work budget).
+THREE_TERMS_COUNT = 8
+# ... after this many of their branches failed (solutions are often dense: the first finds one).
+THREE_TERMS_TRIES = 2
 
 
 def _split_search(terms, d, budget):
@@ -316,6 +319,25 @@ def _split_search(terms, d, budget):
         work[0] += 1
         if work[0] > budget:
             raise _Exhausted
+
+    def split_at(mask, d, idx, split):
+        """The first p members against the rest, whose target is ``r + g*t`` for t < n."""
+        n, p, g, r = split
+        upper = 0
+        for j in idx[:p]:
+            upper |= 1 << j
+        lower = mask & ~upper
+        for low in range(r, r + n * g, g):
+            tick()
+            zl = rec(lower, low)
+            if zl is None:
+                continue
+            zu = rec(upper, d - low)
+            if zu is not None:
+                zu.update(zl)
+                return zu
+        failed.add((mask, d))
+        return None
 
     def rec(mask, d):
         if d < 0:
@@ -358,6 +380,8 @@ def _split_search(terms, d, budget):
         if d % every:
             failed.add(key)
             return None
+        if split[1] > 1 and split[0] == 1:  # one target for the lower part: split at once
+            return split_at(mask, d, idx, split)
         suf = [0] * (m + 1)
         for t in range(m - 1, 0, -1):
             suf[t] = gcd(suf[t + 1], cs[idx[t]])
@@ -382,39 +406,30 @@ def _split_search(terms, d, budget):
             failed.add(key)
             return None
         nbranch = (hi - start) // mod + 1
-        ns, p, g, r = split
-        if p > 1 and ns < nbranch:
-            upper = 0
-            for j in idx[:p]:
-                upper |= 1 << j
-            lower = mask & ~upper
-            for low in range(r, r + ns * g, g):
-                tick()
-                zl = rec(lower, low)
-                if zl is None:
-                    continue
-                zu = rec(upper, d - low)
-                if zu is not None:
-                    zu.update(zl)
-                    return zu
-            failed.add(key)
-            return None
-        if m == 3 and nbranch > THREE_TERMS_COUNT:  # all the branches at once
-            p, q = [j for j in idx if j != i]
-            tick()
-            z = _three_terms(cs[p], us[p], cs[q], us[q], c, start, mod, nbranch, d)
-            if z is None:
-                failed.add(key)
-                return None
-            return {p: z[0], q: z[1], i: z[2]}
+        if split[1] > 1 and split[0] < nbranch:
+            return split_at(mask, d, idx, split)
         sub = mask & ~(1 << i)
         top = start + (nbranch - 1) * mod
         want = (d - (tot - c * us[i]) // 2) // c  # the rest's target mid-range
         z = start if want <= start else top if want >= top else start + (want - start) // mod * mod
+        # three terms: after a couple of branches (solutions are often dense), count the
+        # solutions of all the branches at once
+        count = m == 3 and nbranch > THREE_TERMS_COUNT
+        tries = 0
         up, down = z, z - mod
         while up <= top or down >= start:
+            if count and tries >= THREE_TERMS_TRIES:
+                p, q = [j for j in idx if j != i]
+                work[0] += THREE_TERMS_COUNT - 1  # a count costs about as much as that many leaves
+                tick()
+                z3 = _three_terms(cs[p], us[p], cs[q], us[q], c, start, mod, nbranch, d)
+                if z3 is None:
+                    failed.add(key)
+                    return None
+                return {p: z3[0], q: z3[1], i: z3[2]}
             for zi in ((up,) if up <= top else ()) + ((down,) if down >= start else ()):
                 tick()
+                tries += 1
                 rest = rec(sub, d - c * zi)
                 if rest is not None:
                     rest[i] = zi

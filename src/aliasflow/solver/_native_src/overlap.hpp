@@ -26,9 +26,14 @@ constexpr int MAX_NDIM = 64;
 // Work units of the compiled search before it hands the problem back (Python then goes
 // on to isl).  The Python reference uses 4000; a unit here costs ~10 ns, not ~1 µs.
 constexpr long DEFAULT_BUDGET = 50000;
-// Three terms with more branches than this are decided by counting their solutions.
+// Three terms with more branches than this are decided by counting their solutions (a count
+// costs about as much as this many two-term checks, and is charged so to the work budget).
 #ifndef THREE_TERMS_COUNT
-#define THREE_TERMS_COUNT 4
+#define THREE_TERMS_COUNT 8
+#endif
+// ... after this many of their branches failed (solutions are often dense: the first finds one).
+#ifndef THREE_TERMS_TRIES
+#define THREE_TERMS_TRIES 2
 #endif
 
 struct Overflow {};  // thrown by the checked arithmetic, caught at the entry points
@@ -277,38 +282,57 @@ inline void z_range64(i128 d, int64_t c, i128 u, i128 rest_max, i128& lo, i128& 
     if (hi > u) hi = u;
 }
 
+// q = x div y, r = x mod y for x >= 0, y > 0: 64-bit division when both fit
+inline void divmod_pos(i128 x, i128 y, i128& q, i128& r) {
+    if (x <= i128(INT64_MAX) && y <= i128(INT64_MAX)) {
+        int64_t xs = int64_t(x), ys = int64_t(y);
+        q = xs / ys;
+        r = xs % ys;
+    } else {
+        q = x / y;
+        r = x % y;
+    }
+}
+// floor(x / y) for y > 0, any x
+inline i128 fdiv_any(i128 x, i128 y) {
+    i128 q, r;
+    if (x >= 0) {
+        divmod_pos(x, y, q, r);
+        return q;
+    }
+    divmod_pos(-x, y, q, r);  // -x > 0: x > -2^127 here (values stay far below that)
+    return r ? -q - 1 : -q;
+}
+
 // sum of floor((a*i + b) / m) over 0 <= i < n (m > 0; any a, b), by the Euclid-like
 // reduction of the AtCoder library's floor_sum; checked (throws Overflow).
 inline i128 floor_sum(i128 n, i128 m, i128 a, i128 b) {
     if (n <= 0) return 0;
-    i128 ans = 0;
     auto tri = [](i128 k) { return k % 2 ? mul(k, (k - 1) / 2) : mul(k / 2, k - 1); };
+    i128 ans = 0, q, r;
     if (a < 0 || a >= m) {
-        i128 q = fdiv(a, m);
+        q = fdiv_any(a, m);
         ans = add(ans, mul(tri(n), q));
-        a -= q * m;
+        a = sub(a, mul(q, m));
     }
     if (b < 0 || b >= m) {
-        i128 q = fdiv(b, m);
+        q = fdiv_any(b, m);
         ans = add(ans, mul(n, q));
-        b -= q * m;
+        b = sub(b, mul(q, m));
     }
-    for (;;) {
-        if (a >= m) {
-            ans = add(ans, mul(tri(n), a / m));
-            a %= m;
-        }
-        if (b >= m) {
-            ans = add(ans, mul(n, b / m));
-            b %= m;
-        }
+    for (;;) {  // 0 <= a, b < m
         i128 y = add(mul(a, n), b);
         if (y < m) return ans;
-        n = y / m;
-        b = y % m;
-        i128 t = m;
+        divmod_pos(y, m, n, b);
+        i128 t = m;  // (n, m, a, b) <- (y div m, a, m, y mod m), then reduce a and b mod a
         m = a;
         a = t;
+        divmod_pos(a, m, q, r);
+        ans = add(ans, mul(tri(n), q));
+        a = r;
+        divmod_pos(b, m, q, r);
+        ans = add(ans, mul(n, q));
+        b = r;
     }
 }
 
@@ -342,11 +366,11 @@ inline i128 count3(int64_t c1, i128 u1, int64_t c2, i128 u2, int64_t c3, i128 s,
     auto l_zero = [&](i128 j0, i128 j1) { return floor_sum(j1 - j0, a2, mul(v, E), sub(-1, mul(v, Tat(j0)))); };
     auto clampj = [&](i128 j) { return j < 0 ? i128(0) : j > J ? J : j; };
     // H = u1 while T >= a1*u1, i.e. for j <= (T0 - a1*u1) div E
-    i128 cut = clampj(add(fdiv(sub(T0, mul(a1, u1)), E), 1));
+    i128 cut = clampj(add(fdiv_any(sub(T0, mul(a1, u1)), E), 1));
     i128 total = add(h_u1(0, cut), h_div(cut, J));
     // L = ceil((T - a2*u2)/a1) > 0 while T > a2*u2, i.e. for j < ceil((T0 - a2*u2) / E)
     i128 num = sub(T0, mul(a2, u2));
-    cut = clampj(-fdiv(-num, E));
+    cut = clampj(-fdiv_any(-num, E));
     return sub(total, add(l_ceil(0, cut), l_zero(cut, J)));
 }
 
@@ -404,6 +428,19 @@ struct SplitSearch {
         return lo + fmod(r - lo, a2) <= hi;
     }
 
+    // the first p members (idx) against the rest, whose target is r + G*t for t < n
+    bool split(u128 mask, i128 d, int p, i128 n, int64_t G, i128 r) {
+        u128 upper = 0;
+        for (int t = 0; t < p; ++t) upper |= u128(1) << idx[t];
+        u128 lower = mask & ~upper;
+        for (i128 lt = r, end = r + n * G; lt < end; lt += G) {
+            tick();
+            if (!rec(lower, lt)) continue;
+            if (rec(upper, d - lt)) return true;
+        }
+        return fail(mask, d);
+    }
+
     bool fail(u128 mask, i128 d) {
         failed.insert(mask, d);
         return false;
@@ -439,6 +476,8 @@ struct SplitSearch {
         }
         int64_t all = gcd64(g, c[idx[m - 1]]);
         if (mod_pos(d, all)) return fail(mask, d);
+        // one target for the lower part: split without looking at the branches
+        if (split_p > 1 && split_n == 1) return split(mask, d, split_p, split_n, split_g, split_r);
         suf[m] = 0;
         for (int t = m - 1; t > 0; --t) suf[t] = gcd64(suf[t + 1], c[idx[t]]);
         // the term with the fewest candidates (ties: the largest c)
@@ -466,40 +505,37 @@ struct SplitSearch {
         }
         if (start > hi) return fail(mask, d);
         i128 nbranch = div_pos(hi - start, mod) + 1;
-        if (split_p > 1 && split_n < nbranch) {
-            u128 upper = 0;
-            for (int t = 0; t < split_p; ++t) upper |= u128(1) << idx[t];
-            u128 lower = mask & ~upper;
-            for (i128 lt = split_r, end = split_r + split_n * split_g; lt < end; lt += split_g) {
-                tick();
-                if (!rec(lower, lt)) continue;
-                if (rec(upper, d - lt)) return true;
-            }
-            return fail(mask, d);
-        }
-        if (m == 3 && nbranch > THREE_TERMS_COUNT) {
-            // all the branches at once: count the solutions
-            int p = idx[0] == i ? idx[1] : idx[0], q = idx[2] == i ? idx[1] : idx[2];
-            try {
-                tick();
-                return count3(c[p], u[p], c[q], u[q], ci, start, mod, nbranch, d) > 0 ||
-                       fail(mask, d);
-            } catch (Overflow&) {
-                // values too large for the count: branch as below
-            }
-        }
+        if (split_p > 1 && split_n < nbranch) return split(mask, d, split_p, split_n, split_g, split_r);
         u128 sub = mask & ~(u128(1) << i);
         i128 top = start + (nbranch - 1) * mod;
         i128 want = fdiv64(d - (tot - ci * u[i]) / 2, ci);  // rest's target mid-range
         i128 z = want <= start ? start : want >= top ? top : start + div_pos(want - start, mod) * mod;
+        // three terms: after a couple of branches (solutions are often dense), count the
+        // solutions of all the branches at once
+        bool count = m == 3 && nbranch > THREE_TERMS_COUNT;
+        long tries = 0;
         for (i128 up = z, down = z - mod; up <= top || down >= start;) {
+            if (count && tries >= THREE_TERMS_TRIES) {
+                count = false;
+                int p = idx[0] == i ? idx[1] : idx[0], q = idx[2] == i ? idx[1] : idx[2];
+                try {
+                    work += THREE_TERMS_COUNT - 1;  // a count costs about as much as that many leaves
+                    tick();
+                    return count3(c[p], u[p], c[q], u[q], ci, start, mod, nbranch, d) > 0 ||
+                           fail(mask, d);
+                } catch (Overflow&) {
+                    // values too large for the count: go on branching
+                }
+            }
             if (up <= top) {
                 tick();
+                ++tries;
                 if (rec(sub, d - ci * up)) return true;
                 up += mod;
             }
             if (down >= start) {
                 tick();
+                ++tries;
                 if (rec(sub, d - ci * down)) return true;
                 down -= mod;
             }
