@@ -203,6 +203,30 @@ inline i128 mod_pos(i128 d, int64_t g) {
     if (d <= i128(INT64_MAX)) return int64_t(d) % g;
     return d % g;
 }
+// inverse of a modulo m (gcd(a, m) == 1, m > 1, 0 <= a): 64-bit extended Euclid (the
+// coefficients stay within m in magnitude)
+inline int64_t modinv64(int64_t a, int64_t m) {
+    int64_t g = m, x = 0, x1 = 1, a1 = a % m;
+    while (a1) {
+        int64_t q = g / a1, t = g - q * a1;
+        g = a1;
+        a1 = t;
+        t = x - q * x1;
+        x = x1;
+        x1 = t;
+    }
+    return x < 0 ? x + m : x;
+}
+// x * y mod m for 0 <= x, y < m < 2^63: 64-bit when the product fits
+inline int64_t mulmod64(int64_t x, int64_t y, int64_t m) {
+    if (m <= (int64_t(1) << 32)) return int64_t(uint64_t(x) * uint64_t(y) % uint64_t(m));
+    return int64_t((unsigned __int128)x * uint64_t(y) % uint64_t(m));
+}
+// v mod m in [0, m) for any v, m > 0: 64-bit when v fits
+inline int64_t mod64(i128 v, int64_t m) {
+    int64_t r = fits64(v) ? int64_t(v) % m : int64_t(v % m);
+    return r < 0 ? r + m : r;
+}
 // a / b for a >= 0, b > 0: 64-bit division when a fits
 inline i128 div_pos(i128 a, int64_t b) {
     if (a <= i128(INT64_MAX)) return int64_t(a) / b;
@@ -352,7 +376,7 @@ inline i128 count3(int64_t c1, i128 u1, int64_t c2, i128 u2, int64_t c3, i128 s,
     i128 T0 = sub(d, mul(c3, s)) / g12;
     i128 E = mul(c3, M) / g12;
     if (E <= 0) throw Overflow();  // not a branch of the search (M >= g12 / gcd(c1, c2, c3))
-    i128 v = a2 > 1 ? modinv(a1, a2) : 0;
+    i128 v = a2 > 1 ? modinv64(int64_t(a1), int64_t(a2)) : 0;
     i128 w = sub(1, mul(a1, v));  // a multiple of a2
     i128 a12 = mul(a1, a2);
     auto Tat = [&](i128 j) { return sub(T0, mul(E, j)); };
@@ -424,8 +448,8 @@ struct SplitSearch {
         if (hi > u1) hi = u1;
         if (lo > hi) return false;
         if (a2 == 1) return true;
-        i128 r = fmod(mod_pos(dg, a2) * modinv(a1, a2), a2);  // z1 = r (mod a2)
-        return lo + fmod(r - lo, a2) <= hi;
+        int64_t r = mulmod64(mod64(dg, a2), modinv64(a1, a2), a2);  // z1 = r (mod a2)
+        return lo + mod64(r - lo, a2) <= hi;
     }
 
     // the first p members (idx) against the rest, whose target is r + G*t for t < n
@@ -500,8 +524,8 @@ struct SplitSearch {
         i128 lo = best_lo, hi = best_hi, start = lo;
         if (mod > 1) {
             // z = (d/all) * (c/all)^-1  (mod m): both factors below m < 2^63
-            i128 r = fmod(mod_pos(div_pos(d, all), mod) * modinv(ci / all, mod), mod);
-            start = lo + fmod(r - lo, mod);
+            int64_t r = mulmod64(mod64(div_pos(d, all), mod), modinv64(ci / all, mod), mod);
+            start = lo + mod64(r - lo, mod);
         }
         if (start > hi) return fail(mask, d);
         i128 nbranch = div_pos(hi - start, mod) + 1;
