@@ -24,7 +24,8 @@ enum { NO = 0, YES = 1, UNDECIDED = -1, EXHAUSTED = -2 };
 constexpr int64_t INPUT_LIMIT = (int64_t(1) << 62);
 constexpr int MAX_NDIM = 64;
 // Work units of the compiled search before it hands the problem back (Python then goes
-// on to isl).  The Python reference uses 4000; a unit here costs ~10 ns, not ~1 µs.
+// on to isl).  The Python reference uses 4000; a unit here costs some 30-50 ns, not
+// ~1 µs (NumPy's hard example exhausts it in about 2 ms).
 constexpr long DEFAULT_BUDGET = 50000;
 // Three terms with more branches than this are decided by counting their solutions (a count
 // costs about as much as this many two-term checks, and is charged so to the work budget).
