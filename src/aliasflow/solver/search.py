@@ -16,9 +16,9 @@ decreasing coefficient (NumPy's ``mem_overlap.c`` sorts the same way), with
 * branching on the term with the fewest candidates, from the value that leaves the rest a
   target in the middle of its range outwards; two terms solved exactly by the extended
   Euclidean algorithm, three by counting their solutions (:func:`_count3`);
-* memoisation of failed ``(subset, remaining target)`` states, which makes the
-  search polynomial when the coefficients form (or nearly form) a divisibility
-  chain, as for views sliced from one parent (a couple of states per level);
+* memoisation of failed ``(subset, remaining target)`` states of four terms or more,
+  which makes the search polynomial when the coefficients form (or nearly form) a
+  divisibility chain, as for views sliced from one parent (a couple of states per level);
 * a work budget; when it runs out the problem is handed to isl (``islpy``),
   whose lattice methods decide adversarial instances in milliseconds.
 
@@ -320,6 +320,10 @@ def _split_search(terms, d, budget):
         if work[0] > budget:
             raise _Exhausted
 
+    def fail(key):
+        if key is not None:
+            failed.add(key)
+
     def split_at(mask, d, idx, split):
         """The first p members against the rest, whose target is ``r + g*t`` for t < n."""
         n, p, g, r = split
@@ -336,7 +340,7 @@ def _split_search(terms, d, budget):
             if zu is not None:
                 zu.update(zl)
                 return zu
-        failed.add((mask, d))
+        fail((mask, d) if len(idx) > 3 else None)
         return None
 
     def rec(mask, d):
@@ -356,7 +360,9 @@ def _split_search(terms, d, budget):
             i, j = idx
             z = _two_terms(cs[i], us[i], cs[j], us[j], d)
             return None if z is None else {i: z[0], j: z[1]}
-        key = (mask, d)
+        # failed states are memoised from four terms up (three are counted again quickly,
+        # and their targets rarely repeat)
+        key = (mask, d) if m > 3 else None
         if key in failed:
             return None
         tick()
@@ -371,14 +377,14 @@ def _split_search(terms, d, budget):
             low -= cs[i] * us[i]
             r = d % g
             if r > low:
-                failed.add(key)
+                fail(key)
                 return None
             n = (low - r) // g + 1
             if split is None or n < split[0]:
                 split = (n, p, g, r)
         every = gcd(g, cs[idx[-1]])
         if d % every:
-            failed.add(key)
+            fail(key)
             return None
         if split[1] > 1 and split[0] == 1:  # one target for the lower part: split at once
             return split_at(mask, d, idx, split)
@@ -391,7 +397,7 @@ def _split_search(terms, d, budget):
             mod = gcd(pre[t], suf[t + 1]) // every
             lo, hi = _z_range(d, cs[i], us[i], tot - cs[i] * us[i])
             if lo > hi:
-                failed.add(key)
+                fail(key)
                 return None
             est = (hi - lo) // mod
             if best is None or est < best[0]:
@@ -403,7 +409,7 @@ def _split_search(terms, d, budget):
             r = (d // every) % mod * pow(c // every, -1, mod) % mod
             start = lo + (r - lo) % mod
         if start > hi:
-            failed.add(key)
+            fail(key)
             return None
         nbranch = (hi - start) // mod + 1
         if split[1] > 1 and split[0] < nbranch:
@@ -424,7 +430,7 @@ def _split_search(terms, d, budget):
                 tick()
                 z3 = _three_terms(cs[p], us[p], cs[q], us[q], c, start, mod, nbranch, d)
                 if z3 is None:
-                    failed.add(key)
+                    fail(key)
                     return None
                 return {p: z3[0], q: z3[1], i: z3[2]}
             for zi in ((up,) if up <= top else ()) + ((down,) if down >= start else ()):
@@ -436,7 +442,7 @@ def _split_search(terms, d, budget):
                     return rest
             up += mod
             down -= mod
-        failed.add(key)
+        fail(key)
         return None
 
     return rec((1 << k) - 1, d)

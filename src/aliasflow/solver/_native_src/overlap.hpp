@@ -454,7 +454,7 @@ struct SplitSearch {
     }
 
     // the first p members (idx) against the rest, whose target is r + G*t for t < n
-    bool split(u128 mask, i128 d, int p, i128 n, int64_t G, i128 r) {
+    bool split(u128 mask, int m, i128 d, int p, i128 n, int64_t G, i128 r) {
         u128 upper = 0;
         for (int t = 0; t < p; ++t) upper |= u128(1) << idx[t];
         u128 lower = mask & ~upper;
@@ -463,11 +463,13 @@ struct SplitSearch {
             if (!rec(lower, lt)) continue;
             if (rec(upper, d - lt)) return true;
         }
-        return fail(mask, d);
+        return fail(mask, d, m);
     }
 
-    bool fail(u128 mask, i128 d) {
-        failed.insert(mask, d);
+    // a failed state is memoised from four terms up (three are counted again quickly, and
+    // their targets rarely repeat: the memo would only grow)
+    bool fail(u128 mask, i128 d, int m) {
+        if (m > 3) failed.insert(mask, d);
         return false;
     }
 
@@ -481,7 +483,7 @@ struct SplitSearch {
         if (d > tot) return false;
         if (m == 1) return mod_pos(d, c[idx[0]]) == 0 && div_pos(d, c[idx[0]]) <= u[idx[0]];
         if (m == 2) return two_terms(idx[0], idx[1], d);
-        if (failed.contains(mask, d)) return false;
+        if (m > 3 && failed.contains(mask, d)) return false;
         tick();
         // split points p: the first p terms against the rest
         i128 split_n = -1, split_r = 0, low = tot;
@@ -493,16 +495,16 @@ struct SplitSearch {
             g = pre[p] = gcd64(g, c[t]);
             low -= c[t] * u[t];
             i128 r = mod_pos(d, g);
-            if (r > low) return fail(mask, d);
+            if (r > low) return fail(mask, d, m);
             i128 n = div_pos(low - r, g) + 1;
             if (split_p < 0 || n < split_n) {
                 split_n = n; split_p = p; split_g = g; split_r = r;
             }
         }
         int64_t all = gcd64(g, c[idx[m - 1]]);
-        if (mod_pos(d, all)) return fail(mask, d);
+        if (mod_pos(d, all)) return fail(mask, d, m);
         // one target for the lower part: split without looking at the branches
-        if (split_p > 1 && split_n == 1) return split(mask, d, split_p, split_n, split_g, split_r);
+        if (split_p > 1 && split_n == 1) return split(mask, m, d, split_p, split_n, split_g, split_r);
         suf[m] = 0;
         for (int t = m - 1; t > 0; --t) suf[t] = gcd64(suf[t + 1], c[idx[t]]);
         // the term with the fewest candidates (ties: the largest c)
@@ -514,7 +516,7 @@ struct SplitSearch {
             int64_t mod = gcd64(pre[t], suf[t + 1]) / all;
             i128 lo, hi;
             z_range64(d, c[i], u[i], tot - c[i] * u[i], lo, hi);
-            if (lo > hi) return fail(mask, d);
+            if (lo > hi) return fail(mask, d, m);
             i128 est = div_pos(hi - lo, mod);
             if (best < 0 || est < best_est) {
                 best = i; best_est = est; best_lo = lo; best_hi = hi; best_mod = mod;
@@ -528,9 +530,9 @@ struct SplitSearch {
             int64_t r = mulmod64(mod64(div_pos(d, all), mod), modinv64(ci / all, mod), mod);
             start = lo + mod64(r - lo, mod);
         }
-        if (start > hi) return fail(mask, d);
+        if (start > hi) return fail(mask, d, m);
         i128 nbranch = div_pos(hi - start, mod) + 1;
-        if (split_p > 1 && split_n < nbranch) return split(mask, d, split_p, split_n, split_g, split_r);
+        if (split_p > 1 && split_n < nbranch) return split(mask, m, d, split_p, split_n, split_g, split_r);
         u128 sub = mask & ~(u128(1) << i);
         i128 top = start + (nbranch - 1) * mod;
         i128 want = fdiv64(d - (tot - ci * u[i]) / 2, ci);  // rest's target mid-range
@@ -546,8 +548,7 @@ struct SplitSearch {
                 try {
                     work += THREE_TERMS_COUNT - 1;  // a count costs about as much as that many leaves
                     tick();
-                    return count3(c[p], u[p], c[q], u[q], ci, start, mod, nbranch, d) > 0 ||
-                           fail(mask, d);
+                    return count3(c[p], u[p], c[q], u[q], ci, start, mod, nbranch, d) > 0;
                 } catch (Overflow&) {
                     // values too large for the count: go on branching
                 }
@@ -565,7 +566,7 @@ struct SplitSearch {
                 down -= mod;
             }
         }
-        return fail(mask, d);
+        return fail(mask, d, m);
     }
 };
 
