@@ -370,16 +370,25 @@ inline i128 floor_sum(i128 n, i128 m, i128 a, i128 b) {
 // with j, so on the (at most two) pieces of j where H (L) is one expression each term is a
 // floor of a linear function of j, and the sum over j is a floor_sum.  O(log) instead of
 // J two-term checks, which matter when the pair's solutions drift slowly with j.
-inline i128 count3(int64_t c1, i128 u1, int64_t c2, i128 u2, int64_t c3, i128 s, i128 M, i128 J,
-                   i128 d) {
-    int64_t g12 = gcd64(c1, c2);
-    i128 a1 = c1 / g12, a2 = c2 / g12;
-    i128 T0 = sub(d, mul(c3, s)) / g12;
-    i128 E = mul(c3, M) / g12;
-    if (E <= 0) throw Overflow();  // not a branch of the search (M >= g12 / gcd(c1, c2, c3))
-    i128 v = a2 > 1 ? modinv64(int64_t(a1), int64_t(a2)) : 0;
-    i128 w = sub(1, mul(a1, v));  // a multiple of a2
-    i128 a12 = mul(a1, a2);
+struct Count3Static {
+    i128 g12, a1, a2, v, w, a12, E;
+};
+// The parts of count3 that depend on the coefficients and the step only.
+inline Count3Static count3_static(int64_t c1, int64_t c2, int64_t c3, i128 M) {
+    Count3Static k;
+    k.g12 = gcd64(c1, c2);
+    k.a1 = c1 / k.g12;
+    k.a2 = c2 / k.g12;
+    k.E = mul(c3, M) / k.g12;
+    if (k.E <= 0) throw Overflow();  // not a branch of the search (M >= g12 / gcd(c1, c2, c3))
+    k.v = k.a2 > 1 ? modinv64(int64_t(k.a1), int64_t(k.a2)) : 0;
+    k.w = sub(1, mul(k.a1, k.v));  // a multiple of a2
+    k.a12 = mul(k.a1, k.a2);
+    return k;
+}
+inline i128 count3(const Count3Static& k, i128 u1, i128 u2, int64_t c3, i128 s, i128 J, i128 d) {
+    const i128 a1 = k.a1, a2 = k.a2, v = k.v, w = k.w, a12 = k.a12, E = k.E;
+    i128 T0 = sub(d, mul(c3, s)) / k.g12;
     auto Tat = [&](i128 j) { return sub(T0, mul(E, j)); };
     // sum over j in [j0, j1) of floor((u1 - v T)/a2), floor(w T/(a1 a2)),
     // floor((w T - a2 u2 - 1)/(a1 a2)) and floor((-1 - v T)/a2)
@@ -397,6 +406,10 @@ inline i128 count3(int64_t c1, i128 u1, int64_t c2, i128 u2, int64_t c3, i128 s,
     i128 num = sub(T0, mul(a2, u2));
     cut = clampj(-fdiv_any(-num, E));
     return sub(total, add(l_ceil(0, cut), l_zero(cut, J)));
+}
+inline i128 count3(int64_t c1, i128 u1, int64_t c2, i128 u2, int64_t c3, i128 s, i128 M, i128 J,
+                   i128 d) {
+    return count3(count3_static(c1, c2, c3, M), u1, u2, c3, s, J, d);
 }
 
 // search._split_search: the terms (sorted by decreasing c, clamped to u <= d / c, u >= 1,
@@ -422,6 +435,20 @@ struct SplitSearch {
     int64_t pre[MAX_TERMS + 1], suf[MAX_TERMS + 1];
     FailedSet failed;
     long work = 0, budget;
+    // Deep searches end in many three-term states over few subsets and in two-term checks
+    // over few pairs: their gcds, inverses and count constants are kept (direct-mapped).
+    struct Three {
+        u128 mask = 0;  // 0: empty
+        int64_t pre[3], all, mod[3], inv[3];
+        bool counted[3];
+        Count3Static k[3];
+    };
+    Three three[16];
+    struct Pair {
+        int key = -1;
+        int64_t g, a1, a2, inv;
+    };
+    Pair pairs[32];
 
     SplitSearch(const Term* t, int n, long b) : k(n), budget(b) {
         for (int i = 0; i < n; ++i) {
@@ -436,12 +463,19 @@ struct SplitSearch {
     // c1*z1 + c2*z2 = d with 0 <= z <= u, decided in O(log) by the extended Euclidean
     // algorithm (as NumPy's mem_overlap.c does for its last two variables): the z1 that
     // solve it form one progression with step c2/g; intersect it with z1's bounds.
-    bool two_terms(int i, int j, i128 d) const {
-        int64_t c1 = c[i], c2 = c[j];
+    bool two_terms(int i, int j, i128 d) {
         i128 u1 = u[i], u2 = u[j];
-        int64_t g = gcd64(c1, c2);
+        int key = i * MAX_TERMS + j;
+        Pair& P = pairs[(uint32_t(key) * 2654435761u) >> 27];
+        if (P.key != key) {
+            P.key = key;
+            P.g = gcd64(c[i], c[j]);
+            P.a1 = c[i] / P.g;
+            P.a2 = c[j] / P.g;
+            P.inv = P.a2 > 1 ? modinv64(P.a1, P.a2) : 0;
+        }
+        int64_t g = P.g, a1 = P.a1, a2 = P.a2;
         if (mod_pos(d, g)) return false;
-        int64_t a1 = c1 / g, a2 = c2 / g;
         i128 dg = div_pos(d, g);
         i128 lo = dg - a2 * u2;  // z2 <= u2  <=>  a1*z1 >= dg - a2*u2
         lo = lo <= 0 ? 0 : div_pos(lo + (a1 - 1), a1);
@@ -449,8 +483,30 @@ struct SplitSearch {
         if (hi > u1) hi = u1;
         if (lo > hi) return false;
         if (a2 == 1) return true;
-        int64_t r = mulmod64(mod64(dg, a2), modinv64(a1, a2), a2);  // z1 = r (mod a2)
+        int64_t r = mulmod64(mod64(dg, a2), P.inv, a2);  // z1 = r (mod a2)
         return lo + mod64(r - lo, a2) <= hi;
+    }
+
+    // the cached constants of a three-term subset (idx holds its members)
+    Three& three_for(u128 mask) {
+        uint64_t h = (uint64_t(mask) ^ uint64_t(mask >> 64)) * 0x9E3779B97F4A7C15ull;
+        Three& T = three[h >> 60];
+        if (T.mask == mask) return T;
+        T.mask = mask;
+        int64_t c0 = c[idx[0]], c1 = c[idx[1]], c2 = c[idx[2]];
+        T.pre[0] = 0;
+        T.pre[1] = c0;
+        T.pre[2] = gcd64(c0, c1);
+        T.all = gcd64(T.pre[2], c2);
+        T.mod[0] = gcd64(c1, c2) / T.all;
+        T.mod[1] = gcd64(c0, c2) / T.all;
+        T.mod[2] = T.pre[2] / T.all;
+        int64_t cs[3] = {c0, c1, c2};
+        for (int t = 0; t < 3; ++t) {
+            T.inv[t] = T.mod[t] > 1 ? modinv64((cs[t] / T.all) % T.mod[t], T.mod[t]) : 0;
+            T.counted[t] = false;
+        }
+        return T;
     }
 
     // the first p members (idx) against the rest, whose target is r + G*t for t < n
@@ -485,6 +541,7 @@ struct SplitSearch {
         if (m == 2) return two_terms(idx[0], idx[1], d);
         if (m > 3 && failed.contains(mask, d)) return false;
         tick();
+        Three* T = m == 3 ? &three_for(mask) : nullptr;
         // split points p: the first p terms against the rest
         i128 split_n = -1, split_r = 0, low = tot;
         int64_t split_g = 0, g = 0;
@@ -492,7 +549,7 @@ struct SplitSearch {
         pre[0] = 0;
         for (int p = 1; p < m; ++p) {
             int t = idx[p - 1];
-            g = pre[p] = gcd64(g, c[t]);
+            g = pre[p] = T ? T->pre[p] : gcd64(g, c[t]);
             low -= c[t] * u[t];
             i128 r = mod_pos(d, g);
             if (r > low) return fail(mask, d, m);
@@ -501,25 +558,26 @@ struct SplitSearch {
                 split_n = n; split_p = p; split_g = g; split_r = r;
             }
         }
-        int64_t all = gcd64(g, c[idx[m - 1]]);
+        int64_t all = T ? T->all : gcd64(g, c[idx[m - 1]]);
         if (mod_pos(d, all)) return fail(mask, d, m);
         // one target for the lower part: split without looking at the branches
         if (split_p > 1 && split_n == 1) return split(mask, m, d, split_p, split_n, split_g, split_r);
         suf[m] = 0;
-        for (int t = m - 1; t > 0; --t) suf[t] = gcd64(suf[t + 1], c[idx[t]]);
+        if (!T)
+            for (int t = m - 1; t > 0; --t) suf[t] = gcd64(suf[t + 1], c[idx[t]]);
         // the term with the fewest candidates (ties: the largest c)
-        int best = -1;
+        int best = -1, best_t = 0;
         i128 best_est = 0, best_lo = 0, best_hi = 0;
         int64_t best_mod = 1;
         for (int t = 0; t < m; ++t) {
             int i = idx[t];
-            int64_t mod = gcd64(pre[t], suf[t + 1]) / all;
+            int64_t mod = T ? T->mod[t] : gcd64(pre[t], suf[t + 1]) / all;
             i128 lo, hi;
             z_range64(d, c[i], u[i], tot - c[i] * u[i], lo, hi);
             if (lo > hi) return fail(mask, d, m);
             i128 est = div_pos(hi - lo, mod);
             if (best < 0 || est < best_est) {
-                best = i; best_est = est; best_lo = lo; best_hi = hi; best_mod = mod;
+                best = i; best_t = t; best_est = est; best_lo = lo; best_hi = hi; best_mod = mod;
             }
         }
         int i = best;
@@ -527,7 +585,8 @@ struct SplitSearch {
         i128 lo = best_lo, hi = best_hi, start = lo;
         if (mod > 1) {
             // z = (d/all) * (c/all)^-1  (mod m): both factors below m < 2^63
-            int64_t r = mulmod64(mod64(div_pos(d, all), mod), modinv64(ci / all, mod), mod);
+            int64_t inv = T ? T->inv[best_t] : modinv64(ci / all, mod);
+            int64_t r = mulmod64(mod64(div_pos(d, all), mod), inv, mod);
             start = lo + mod64(r - lo, mod);
         }
         if (start > hi) return fail(mask, d, m);
@@ -548,7 +607,11 @@ struct SplitSearch {
                 try {
                     work += THREE_TERMS_COUNT - 1;  // a count costs about as much as that many leaves
                     tick();
-                    return count3(c[p], u[p], c[q], u[q], ci, start, mod, nbranch, d) > 0;
+                    if (!T->counted[best_t]) {
+                        T->k[best_t] = count3_static(c[p], c[q], ci, mod);
+                        T->counted[best_t] = true;
+                    }
+                    return count3(T->k[best_t], u[p], u[q], ci, start, nbranch, d) > 0;
                 } catch (Overflow&) {
                     // values too large for the count: go on branching
                 }
