@@ -306,8 +306,8 @@ def _split_search(terms, d, budget):
       where they are rare; NumPy's random test problems showed the difference).
 
     Two terms are solved exactly (:func:`_two_terms`), three with many branches by counting
-    (:func:`_three_terms`), failed states are memoised and the work is bounded.  Returns
-    ``{term index: z}`` or None.
+    (:func:`_three_terms`), failed states of four terms or more are memoised and the work is
+    bounded.  Returns ``{term index: z}`` or None.
     """
     k = len(terms)
     cs = [c for c, _ in terms]

@@ -345,7 +345,25 @@ inline i128 floor_sum(i128 n, i128 m, i128 a, i128 b) {
         ans = add(ans, mul(n, q));
         b = sub(b, mul(q, m));
     }
-    for (;;) {  // 0 <= a, b < m
+    // 0 <= a, b < m from here.  While n < 2^31 and m*(n+1) < 2^62 (both only shrink), the
+    // reduction runs in 64 bits and each added term (below 2^61 * 2^63) fits unchecked
+    if (n < (i128(1) << 31) && m < (i128(1) << 62) / (n + 1)) {
+        int64_t N = int64_t(n), M = int64_t(m), A = int64_t(a), B = int64_t(b);
+        for (;;) {
+            int64_t y = A * N + B;  // < M * (N + 1)
+            if (y < M) return ans;
+            N = y / M;
+            B = y % M;
+            int64_t t = M;
+            M = A;
+            A = t;
+            ans = add(ans, i128(N % 2 ? N * ((N - 1) / 2) : (N / 2) * (N - 1)) * (A / M));
+            A %= M;
+            ans = add(ans, i128(N) * (B / M));
+            B %= M;
+        }
+    }
+    for (;;) {
         i128 y = add(mul(a, n), b);
         if (y < m) return ans;
         divmod_pos(y, m, n, b);
@@ -425,7 +443,7 @@ inline i128 count3(int64_t c1, i128 u1, int64_t c2, i128 u2, int64_t c3, i128 s,
 //    others a target in the middle of their range outwards (solutions are densest there;
 //    from one end the rest starts in a corner of its box where they are rare).
 // Two terms are solved exactly, three with many branches by counting their solutions
-// (count3), failed states are memoised, and the work is bounded.
+// (count3), failed states of four terms or more are memoised, and the work is bounded.
 struct SplitSearch {
     int k;
     int64_t c[MAX_TERMS];
