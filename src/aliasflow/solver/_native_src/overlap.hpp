@@ -325,8 +325,8 @@ inline i128 fdiv_any(i128 x, i128 y) {
         divmod_pos(x, y, q, r);
         return q;
     }
-    divmod_pos(-x, y, q, r);  // -x > 0: x > -2^127 here (values stay far below that)
-    return r ? -q - 1 : -q;
+    divmod_pos(-(x + 1), y, q, r);  // floor(x/y) = -((-x-1) div y) - 1 for x < 0 (no overflow)
+    return -q - 1;
 }
 
 // sum of floor((a*i + b) / m) over 0 <= i < n (m > 0; any a, b), by the Euclid-like
@@ -411,9 +411,9 @@ inline i128 count3(const Count3Static& k, i128 u1, i128 u2, int64_t c3, i128 s, 
     // sum over j in [j0, j1) of floor((u1 - v T)/a2), floor(w T/(a1 a2)),
     // floor((w T - a2 u2 - 1)/(a1 a2)) and floor((-1 - v T)/a2)
     auto h_u1 = [&](i128 j0, i128 j1) { return floor_sum(j1 - j0, a2, mul(v, E), sub(u1, mul(v, Tat(j0)))); };
-    auto h_div = [&](i128 j0, i128 j1) { return floor_sum(j1 - j0, a12, -mul(w, E), mul(w, Tat(j0))); };
+    auto h_div = [&](i128 j0, i128 j1) { return floor_sum(j1 - j0, a12, sub(0, mul(w, E)), mul(w, Tat(j0))); };
     auto l_ceil = [&](i128 j0, i128 j1) {
-        return floor_sum(j1 - j0, a12, -mul(w, E), sub(sub(mul(w, Tat(j0)), mul(a2, u2)), 1));
+        return floor_sum(j1 - j0, a12, sub(0, mul(w, E)), sub(sub(mul(w, Tat(j0)), mul(a2, u2)), 1));
     };
     auto l_zero = [&](i128 j0, i128 j1) { return floor_sum(j1 - j0, a2, mul(v, E), sub(-1, mul(v, Tat(j0)))); };
     auto clampj = [&](i128 j) { return j < 0 ? i128(0) : j > J ? J : j; };
@@ -422,7 +422,7 @@ inline i128 count3(const Count3Static& k, i128 u1, i128 u2, int64_t c3, i128 s, 
     i128 total = add(h_u1(0, cut), h_div(cut, J));
     // L = ceil((T - a2*u2)/a1) > 0 while T > a2*u2, i.e. for j < ceil((T0 - a2*u2) / E)
     i128 num = sub(T0, mul(a2, u2));
-    cut = clampj(-fdiv_any(-num, E));
+    cut = clampj(-fdiv_any(sub(0, num), E));
     return sub(total, add(l_ceil(0, cut), l_zero(cut, J)));
 }
 inline i128 count3(int64_t c1, i128 u1, int64_t c2, i128 u2, int64_t c3, i128 s, i128 M, i128 J,
