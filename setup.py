@@ -25,7 +25,7 @@ setup(
         Extension(
             "aliasflow.solver._native",
             sources=[f"{SRC}/module.cpp"],
-            depends=[f"{SRC}/overlap.hpp"],
+            depends=[f"{SRC}/overlap.hpp", f"{SRC}/arith.hpp"],
             language="c++",
             extra_compile_args=compile_args,
             extra_link_args=link_args,
