@@ -13,8 +13,8 @@ decreasing coefficient (NumPy's ``mem_overlap.c`` sorts the same way), with
   so candidates for ``z[i]`` form one arithmetic progression;
 * splitting a subset where its largest coefficients share a gcd the rest cannot bridge
   (the divisibility chains of views sliced from one parent);
-* branching on the term with the fewest candidates, from the value that leaves the rest a
-  target in the middle of its range outwards; two terms solved exactly by the extended
+* branching on the term that leaves the densest rest (fewest candidates times the rest's
+  range), from the value that leaves the rest a target in the middle of its range outwards; two terms solved exactly by the extended
   Euclidean algorithm, three by counting their solutions (:func:`_count3`);
 * memoisation of failed ``(subset, remaining target)`` states of four terms or more,
   which makes the search polynomial when the coefficients form (or nearly form) a
@@ -299,11 +299,13 @@ def _split_search(terms, d, budget):
       that leaves fewer candidate targets than the best branch, it tries each (for views
       sliced from one parent, a divisibility chain, usually one, and the parts are then
       independent), or
-    * branches on the term with the fewest candidate values (``z`` is fixed modulo the
-      others' gcd over the subset's gcd, and bounded by the others' range), trying them
-      from the value that leaves the others a target in the middle of their range outwards:
-      solutions are densest there (from one end, the rest starts in a corner of its box
-      where they are rare; NumPy's random test problems showed the difference).
+    * branches on a term (``z`` is fixed modulo the others' gcd over the subset's gcd, and
+      bounded by the others' range): the one whose number of candidates times the others'
+      range is least, which leaves the densest rest (few branches, each likely to hold a
+      solution), trying them from the value that leaves the others a target in the middle
+      of their range outwards: solutions are densest there (from one end, the rest starts
+      in a corner of its box where they are rare; NumPy's random test problems showed the
+      difference).
 
     Two terms are solved exactly (:func:`_two_terms`), three with many branches by counting
     (:func:`_three_terms`), failed states of four terms or more are memoised and the work is
@@ -391,7 +393,8 @@ def _split_search(terms, d, budget):
         suf = [0] * (m + 1)
         for t in range(m - 1, 0, -1):
             suf[t] = gcd(suf[t + 1], cs[idx[t]])
-        # the term with the fewest candidates (ties: the largest c)
+        # the term whose branches leave the densest rest: fewest candidates times the rest's
+        # range (as floats, rounded as the compiled core's doubles are; ties: the largest c)
         best = None
         for t, i in enumerate(idx):
             mod = gcd(pre[t], suf[t + 1]) // every
@@ -399,9 +402,9 @@ def _split_search(terms, d, budget):
             if lo > hi:
                 fail(key)
                 return None
-            est = (hi - lo) // mod
-            if best is None or est < best[0]:
-                best = (est, i, lo, hi, mod)
+            score = float((hi - lo) // mod + 1) * float(tot - cs[i] * us[i])
+            if best is None or score < best[0]:
+                best = (score, i, lo, hi, mod)
         _, i, lo, hi, mod = best
         c = cs[i]
         start = lo

@@ -208,10 +208,12 @@ inline void z_range64(i128 d, int64_t c, i128 u, i128 rest_max, i128& lo, i128& 
 //    d mod G plus a multiple of G, at most their maximum; when that leaves fewer candidate
 //    targets than the best branch, it tries each (the divisibility-chain case of views
 //    sliced from one parent: usually one candidate, and the parts are independent), or
-//  * branches on the term with the fewest candidate values (z is fixed mod the others' gcd
-//    over gcd and bounded by the others' range), trying them from the value that leaves the
-//    others a target in the middle of their range outwards (solutions are densest there;
-//    from one end the rest starts in a corner of its box where they are rare).
+//  * branches on a term (z is fixed mod the others' gcd over gcd and bounded by the others'
+//    range): the one whose candidates times the others' range is least, which leaves the
+//    densest rest (fewest branches, and the likeliest to hold a solution), trying them from
+//    the value that leaves the others a target in the middle of their range outwards
+//    (solutions are densest there; from one end the rest starts in a corner of its box
+//    where they are rare).
 // Two terms are solved exactly, three with many branches by counting their solutions
 // (count3), failed states of four terms or more are memoised, and the work is bounded.
 struct SplitSearch {
@@ -353,9 +355,11 @@ struct SplitSearch {
         suf[m] = 0;
         if (!T)
             for (int t = m - 1; t > 0; --t) suf[t] = gcd64(suf[t + 1], c[idx[t]]);
-        // the term with the fewest candidates (ties: the largest c)
+        // the term whose branches leave the densest rest: fewest candidates times the rest's
+        // range (doubles, rounded as Python's floats are; ties: the largest c)
         int best = -1, best_t = 0;
-        i128 best_est = 0, best_lo = 0, best_hi = 0;
+        double best_score = 0;
+        i128 best_lo = 0, best_hi = 0;
         int64_t best_mod = 1;
         for (int t = 0; t < m; ++t) {
             int i = idx[t];
@@ -363,9 +367,9 @@ struct SplitSearch {
             i128 lo, hi;
             z_range64(d, c[i], u[i], tot - c[i] * u[i], lo, hi);
             if (lo > hi) return fail(mask, d, m);
-            i128 est = div_pos(hi - lo, mod);
-            if (best < 0 || est < best_est) {
-                best = i; best_t = t; best_est = est; best_lo = lo; best_hi = hi; best_mod = mod;
+            double score = double(div_pos(hi - lo, mod) + 1) * double(tot - c[i] * u[i]);
+            if (best < 0 || score < best_score) {
+                best = i; best_t = t; best_score = score; best_lo = lo; best_hi = hi; best_mod = mod;
             }
         }
         int i = best;
