@@ -8,7 +8,11 @@ Each input (a byte string) is decoded into one of:
   are True, False, None, NotImplemented or a TypeError;
 * differential: valid layouts of up to 10 dims with values near 0, near powers of two up to
   2**66 and negative/zero strides, with a random work budget: whenever the compiled core
-  decides (True/False), its answer must equal the pure-Python reference's.
+  decides (True/False), its answer must equal the pure-Python reference's;
+* diophantine: NumPy's random test problems (3-9 terms), as one layout against a cell or
+  split between two layouts, compared with the reference in the same way;
+* count3: the three-term solution count (``_native._count3``) on garbage ints and, on the
+  search's own kind of inputs, against the reference's ``search._count3``.
 
 Run with atheris when it is installed, else with random bytes::
 
@@ -151,10 +155,74 @@ def check_differential(src: Bytes):
         assert got_i == ref, ("has_internal_overlap", a, got_i, ref)
 
 
+def check_diophantine(src: Bytes):
+    """NumPy's ``test_diophantine_fuzz`` problems (3-9 terms, coefficients and bounds up to
+    ``k**6``) as a layout against one cell, and as two layouts sharing the terms."""
+    nd = 3 + src.pick(7)
+    a_max = 1 + src.pick(11) ** 6
+    u_max = src.pick(11) ** 6
+    A = tuple(1 + src.uint(3) % a_max for _ in range(nd))
+    U = tuple(src.uint(3) % (u_max + 2) for _ in range(nd))
+    top = sum(x * u for x, u in zip(A, U))
+    b = src.uint(6) % (top + 3) - 1
+    lay = (0, tuple(u + 1 for u in U), A)
+    if src.pick(2):
+        other = (b, (), ())
+    else:  # split the terms between two layouts (the second one flipped)
+        cut = src.pick(nd + 1)
+        lay = (0, lay[1][:cut], A[:cut])
+        rest = tuple(-x for x in A[cut:])
+        other = (b + sum(x * u for x, u in zip(A[cut:], U[cut:])), tuple(u + 1 for u in U[cut:]),
+                 rest)
+    got = _native.intersects(lay, other)
+    if isinstance(got, bool):
+        ref = api._pair(api._nf(lay), api._nf(other), False) is not None
+        assert got == ref, ("intersects", lay, other, got, ref)
+
+
+def check_count3(src: Bytes):
+    """The three-term solution count (a test hook of the compiled module): any ints give an
+    int, None or a TypeError; on the search's own inputs it equals the reference's count."""
+    from math import gcd
+
+    from aliasflow.solver.search import _count3
+
+    if src.pick(2):
+        args = [edge_int(src) for _ in range(9)]
+        try:
+            r = _native._count3(*args)
+        except TypeError:
+            return
+        assert r is None or type(r) is int, (args, r)
+        return
+    c = [1 + src.uint(src.pick(4)) for _ in range(3)]
+    u = [src.uint(src.pick(4)) for _ in range(2)]
+    g12, g = gcd(c[0], c[1]), gcd(gcd(c[0], c[1]), c[2])
+    step = g12 // g
+    d = src.uint(src.pick(9))
+    # z3 = s + step*j: the search's branch values (congruent, leaving the pair in range)
+    lo = max(0, -(-(d - c[0] * u[0] - c[1] * u[1]) // c[2]))
+    hi = d // c[2]
+    if d % g or lo > hi:
+        return
+    r = (d // g) % step * pow(c[2] // g, -1, step) % step if step > 1 else 0
+    s = lo + (r - lo) % step
+    count = min((hi - s) // step + 1, src.uint(3)) if s <= hi else 0
+    args = (c[0], u[0], c[1], u[1], c[2], s, step, count, d)
+    got = _native._count3(*args)
+    if got is not None:
+        assert got == _count3(*args), ("_count3", args, got)
+
+
 def one_input(data: bytes):
     src = Bytes(data)
-    if src.pick(3) == 0:
+    kind = src.pick(5)
+    if kind == 0:
         check_garbage(src)
+    elif kind == 3:
+        check_diophantine(src)
+    elif kind == 4:
+        check_count3(src)
     else:
         check_differential(src)
 

@@ -241,3 +241,99 @@ def test_small_problems_far_below_zero_are_decided_exactly():
     b = (-2**70 + 13 + 17, (2,), (5,))
     assert intersects(a, b)  # a's cell (0, 1, 1) is b's first cell
     assert not intersects(a, (-2**70 - 1, (1,), (1,)))
+
+
+# ---------------------------------------------------------------- many terms (NumPy's fuzz style)
+
+def reachable_sums(terms):
+    """Bit ``s`` set iff some ``0 <= z <= u`` has ``sum(c * z) == s`` (a bitset DP, no search)."""
+    reach = 1
+    for c, u in terms:
+        acc = 0
+        for z in range(u + 1):
+            acc |= reach << (c * z)
+        reach = acc
+    return reach
+
+
+def _many_term_problem(draw_int, draw_choice):
+    """A bounded Diophantine problem like NumPy's ``test_diophantine_fuzz``, on bounds small
+    enough for :func:`reachable_sums` (sparse enough that a search skipping candidates fails)."""
+    nd = draw_int(3, 9)
+    a_max = draw_choice([2, 7, 60, 200, 1000, 5000])
+    u_max = draw_choice([0, 1, 4, 8, 16])
+    A = tuple(draw_int(1, a_max) for _ in range(nd))
+    U = tuple(draw_int(0, u_max) for _ in range(nd))
+    b = draw_int(-1, sum(a * u for a, u in zip(A, U)) + 1)
+    return A, U, b
+
+
+def check_many_terms(A, U, b):
+    expected = b >= 0 and bool(reachable_sums(list(zip(A, U))) >> b & 1)
+    z = solve(list(zip(A, U)), b)
+    assert (z is not None) == expected, (A, U, b)
+    if z is not None:
+        assert sum(a * v for a, v in zip(A, z)) == b and all(0 <= v <= u for v, u in zip(z, U))
+    # the same question as layouts (the compiled backend answers this one when in use)
+    lay = (0, tuple(u + 1 for u in U), A)
+    assert intersects(lay, (b, (), ())) == expected, (A, U, b)
+    assert intersects((b, (), ()), lay) == expected, (A, U, b)
+    w = witness(lay, (b, (), ()))
+    assert (w is not None) == expected
+    if w is not None:
+        assert cell_of(lay, w[0]) == b
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_many_terms_against_reachable_sums(data):
+    draw_int = lambda lo, hi: data.draw(st.integers(lo, hi))  # noqa: E731
+    draw_choice = lambda xs: data.draw(st.sampled_from(xs))  # noqa: E731
+    check_many_terms(*_many_term_problem(draw_int, draw_choice))
+
+
+def test_many_terms_sweep_against_reachable_sums():
+    """3000 seeded problems: a search that skips candidates fails a few of these."""
+    import random
+
+    rng = random.Random(20261122)
+    for _ in range(3000):
+        check_many_terms(*_many_term_problem(rng.randint, rng.choice))
+
+
+def test_three_term_count_against_brute_force():
+    """The solution count that decides three-term problems at once, on every small case."""
+    import random
+    from math import gcd
+
+    from aliasflow.solver import api
+    from aliasflow.solver.search import _count3, _three_terms
+
+    native = api._native
+
+    rng = random.Random(7)
+    for _ in range(4000):
+        c = [rng.randint(1, rng.choice([3, 12, 40])) for _ in range(3)]
+        u = [rng.randint(0, rng.choice([2, 6, 14])) for _ in range(3)]
+        d = rng.randint(0, sum(x * y for x, y in zip(c, u)))
+        sols = [z for z in itertools.product(*[range(n + 1) for n in u])
+                if sum(x * y for x, y in zip(c, z)) == d]
+        # z3's candidates as the search makes them: c3*z3 = d (mod gcd(c1, c2)), in range
+        g12, g = gcd(c[0], c[1]), gcd(*c)
+        lo = max(0, -(-(d - c[0] * u[0] - c[1] * u[1]) // c[2]))
+        hi = min(u[2], d // c[2])
+        if d % g or lo > hi:
+            assert not sols
+            continue
+        step = g12 // g
+        r = (d // g) % step * pow(c[2] // g, -1, step) % step if step > 1 else 0
+        s = lo + (r - lo) % step
+        count = (hi - s) // step + 1 if s <= hi else 0
+        args = (c[0], u[0], c[1], u[1], c[2], s, step, count, d)
+        assert _count3(*args) == len(sols)
+        if native is not None:
+            assert native._count3(*args) == len(sols)
+        z = _three_terms(c[0], u[0], c[1], u[1], c[2], s, step, count, d)
+        assert (z is None) == (not sols)
+        if z is not None:
+            assert tuple(z) in sols

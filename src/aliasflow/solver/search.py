@@ -3,17 +3,27 @@
 Problem: find integers ``z`` with ``0 <= z[i] <= u[i]`` and ``sum(c[i] * z[i]) == d``
 where every ``c[i] > 0`` (optionally excluding one given solution).
 
-Strategy: depth-first search over the terms in decreasing coefficient order
-(like NumPy's ``mem_overlap.c``), with
+Strategy (without an exclusion): depth-first search over subsets of the terms, sorted by
+decreasing coefficient (NumPy's ``mem_overlap.c`` sorts the same way), with
 
+* simplification as NumPy's ``diophantine_simplify``: bounds clamped to ``d // c``, terms
+  that can then only be 0 left out (equal coefficients are merged by the caller);
 * range bounding: the rest can contribute only ``0 .. sum(c[j] * u[j])``;
-* congruence pruning: ``c[i] * z[i] = d (mod gcd of the remaining coefficients)``,
+* congruence pruning: ``c[i] * z[i] = d (mod gcd of the other coefficients)``,
   so candidates for ``z[i]`` form one arithmetic progression;
-* memoisation of failed ``(level, remaining target)`` states, which makes the
-  search polynomial when the coefficients form (or nearly form) a divisibility
-  chain, as for views sliced from one parent (a couple of states per level);
+* splitting a subset where its largest coefficients share a gcd the rest cannot bridge
+  (the divisibility chains of views sliced from one parent);
+* branching on the term that leaves the densest rest (fewest candidates times the rest's
+  range), from the value that leaves the rest a target in the middle of its range outwards; two terms solved exactly by the extended
+  Euclidean algorithm, three by counting their solutions (:func:`_count3`);
+* memoisation of failed ``(subset, remaining target)`` states of four terms or more,
+  which makes the search polynomial when the coefficients form (or nearly form) a
+  divisibility chain, as for views sliced from one parent (a couple of states per level);
 * a work budget; when it runs out the problem is handed to isl (``islpy``),
   whose lattice methods decide adversarial instances in milliseconds.
+
+With an exclusion (internal overlap), a plain depth-first search over the terms in
+decreasing coefficient order with the same bounds, congruences and memo.
 
 The answer is always exact, unless the caller bounds the work with :func:`work_budget`: then
 isl gets at most that many operations, and a problem it cannot decide within them raises
@@ -169,102 +179,276 @@ def _dfs(levels, d, exclude, budget):
     return rec(0, d, exclude is None)
 
 
-def _split_search(terms, d, budget):
-    """Exact search on ``terms`` (sorted by decreasing c, clamped) with splitting.
+def _two_terms(c1, u1, c2, u2, d):
+    """``(z1, z2)`` with ``c1*z1 + c2*z2 == d``, ``0 <= z <= u``, or None.
 
-    ``rec(i, j, d)`` solves the sub-problem on ``terms[i:j]``.  Before branching
-    it looks for a split point ``p``: with ``G = gcd(c[i:p])`` the lower part
-    ``terms[p:j]`` must contribute ``d mod G`` plus a multiple of ``G`` and at most
-    ``M = sum(c*u for terms[p:j])``; when ``M < G`` the lower target is unique and
-    the two parts are independent (the divisibility-chain case).  Failed states
-    are memoised.
+    Decided in O(log) by the extended Euclidean algorithm, as NumPy's ``mem_overlap.c``
+    does for its last two variables: the ``z1`` that solve it form one progression with
+    step ``c2 / g``; intersect it with ``z1``'s bounds and take the lowest.
+    """
+    g = gcd(c1, c2)
+    if d % g:
+        return None
+    a1, a2, dg = c1 // g, c2 // g, d // g
+    lo = dg - a2 * u2  # z2 <= u2  <=>  a1*z1 >= dg - a2*u2
+    lo = 0 if lo <= 0 else -(-lo // a1)
+    hi = min(dg // a1, u1)  # z2 >= 0
+    if lo > hi:
+        return None
+    r = (dg % a2) * pow(a1, -1, a2) % a2 if a2 > 1 else 0  # z1 = r (mod a2)
+    z1 = lo + (r - lo) % a2 if a2 > 1 else lo
+    if z1 > hi:
+        return None
+    return z1, (d - c1 * z1) // c2
+
+
+def _floor_sum(n, m, a, b):
+    """``sum((a*i + b) // m for i in range(n))`` for ``m > 0`` in O(log), by the Euclid-like
+    reduction of the AtCoder library's ``floor_sum``."""
+    if n <= 0:
+        return 0
+    q = a // m
+    ans = n * (n - 1) // 2 * q
+    a -= q * m
+    q = b // m
+    ans += n * q
+    b -= q * m
+    while True:
+        if a >= m:
+            ans += n * (n - 1) // 2 * (a // m)
+            a %= m
+        if b >= m:
+            ans += n * (b // m)
+            b %= m
+        y = a * n + b
+        if y < m:
+            return ans
+        n, b = divmod(y, m)
+        m, a = a, m
+
+
+def _count3(c1, u1, c2, u2, c3, s, step, count, d):
+    """Number of solutions of ``c1*z1 + c2*z2 + c3*z3 == d``, ``0 <= z1 <= u1``,
+    ``0 <= z2 <= u2``, ``z3 = s + step*j`` for ``0 <= j < count``.
+
+    Every such ``z3`` must leave the pair a target divisible by ``g = gcd(c1, c2)`` in
+    ``[0, c1*u1 + c2*u2]`` (the branch's congruence and range give that).  With
+    ``a1, a2 = c1/g, c2/g``, ``T = (d - c3*z3)/g`` and ``v = a1^-1 mod a2`` the pair has
+    ``floor((H - v*T)/a2) - floor((L - 1 - v*T)/a2)`` solutions, ``H = min(u1, T // a1)``,
+    ``L = max(0, ceil((T - a2*u2)/a1))``.  T falls linearly with j, so on the (at most two)
+    pieces of j where H (L) is one expression each term is the floor of a linear function
+    of j, and its sum over j a :func:`_floor_sum`.
+    """
+    g = gcd(c1, c2)
+    a1, a2 = c1 // g, c2 // g
+    t0 = (d - c3 * s) // g
+    e = c3 * step // g
+    v = pow(a1, -1, a2) if a2 > 1 else 0
+    w = 1 - a1 * v  # a multiple of a2
+
+    def clamp(j):
+        return min(max(j, 0), count)
+
+    def t_at(j):
+        return t0 - e * j
+
+    # H = u1 while T >= a1*u1, i.e. for j <= (t0 - a1*u1) // e
+    cut = clamp((t0 - a1 * u1) // e + 1)
+    total = (_floor_sum(cut, a2, v * e, u1 - v * t0)
+             + _floor_sum(count - cut, a1 * a2, -w * e, w * t_at(cut)))
+    # L = ceil((T - a2*u2)/a1) > 0 while T > a2*u2, i.e. for j < ceil((t0 - a2*u2) / e)
+    cut = clamp(-(-(t0 - a2 * u2) // e))
+    total -= (_floor_sum(cut, a1 * a2, -w * e, w * t0 - a2 * u2 - 1)
+              + _floor_sum(count - cut, a2, v * e, -1 - v * t_at(cut)))
+    return total
+
+
+def _three_terms(c1, u1, c2, u2, c3, s, step, count, d):
+    """A solution ``(z1, z2, z3)`` of the problem of :func:`_count3`, or None: the first j
+    with a solution is found by bisection on the counts."""
+    if _count3(c1, u1, c2, u2, c3, s, step, count, d) <= 0:
+        return None
+    lo, hi = 0, count  # the count over j < hi is positive, over j < lo it is not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _count3(c1, u1, c2, u2, c3, s, step, mid, d) > 0:
+            hi = mid
+        else:
+            lo = mid
+    z3 = s + step * lo
+    z1, z2 = _two_terms(c1, u1, c2, u2, d - c3 * z3)
+    return z1, z2, z3
+
+
+# Three terms with more branches than this are decided by counting their solutions (a count
+# costs about as much as this many two-term checks, and is charged so to the work budget).
+THREE_TERMS_COUNT = 8
+# ... after this many of their branches failed (solutions are often dense: the first finds one).
+THREE_TERMS_TRIES = 2
+
+
+def _split_search(terms, d, budget):
+    """Exact search on ``terms`` (sorted by decreasing c, clamped, every u >= 1).
+
+    A sub-problem is a subset of the terms (bit ``i`` of ``mask``: term ``i``) and a
+    target.  ``rec(mask, d)`` checks the target's range and its congruence modulo the
+    subset's gcd, then either
+
+    * splits the subset: the first ``p`` terms (largest c) have gcd ``G``, so the others
+      contribute ``d mod G`` plus a multiple of ``G``, at most their maximum ``M``; when
+      that leaves fewer candidate targets than the best branch, it tries each (for views
+      sliced from one parent, a divisibility chain, usually one, and the parts are then
+      independent), or
+    * branches on a term (``z`` is fixed modulo the others' gcd over the subset's gcd, and
+      bounded by the others' range): the one whose number of candidates times the others'
+      range is least, which leaves the densest rest (few branches, each likely to hold a
+      solution), trying them from the value that leaves the others a target in the middle
+      of their range outwards: solutions are densest there (from one end, the rest starts
+      in a corner of its box where they are rare; NumPy's random test problems showed the
+      difference).
+
+    Two terms are solved exactly (:func:`_two_terms`), three with many branches by counting
+    (:func:`_three_terms`), failed states of four terms or more are memoised and the work is
+    bounded.  Returns ``{term index: z}`` or None.
     """
     k = len(terms)
     cs = [c for c, _ in terms]
-    suffix = [0] * (k + 1)
-    for i in range(k - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + terms[i][0] * terms[i][1]
+    us = [u for _, u in terms]
     failed = set()
     work = [0]
 
-    def rec(i, j, d):
-        if d < 0 or d > suffix[i] - suffix[j]:
-            return None
-        c, u = terms[i]
-        if j - i == 1:
-            if d % c:
-                return None
-            z = d // c
-            return [z] if z <= u else None
-        key = (i, j, d)
-        if key in failed:
-            return None
+    def tick():
         work[0] += 1
         if work[0] > budget:
             raise _Exhausted
-        # best split point: fewest candidates for the lower part's target
-        g = 0
-        best = None
-        for p in range(i + 1, j):
-            g = gcd(g, cs[p - 1])
-            low_max = suffix[p] - suffix[j]
-            r = d % g
-            if r > low_max:
-                failed.add(key)
-                return None
-            ncand = (low_max - r) // g + 1
-            if best is None or ncand < best[0]:
-                best = (ncand, p, g, r)
-        # gcd of the rest, for the congruence on z_i
-        g_rest = 0
-        for p in range(i + 1, j):
-            g_rest = gcd(g_rest, cs[p])
-        if d % gcd(c, g_rest):
+
+    def fail(key):
+        if key is not None:
             failed.add(key)
-            return None
-        rest_max = suffix[i + 1] - suffix[j]
-        lo, hi = _z_range(d, c, u, rest_max)
-        if lo > hi:
-            failed.add(key)
-            return None
-        h = gcd(c, g_rest)
-        mod = g_rest // h
-        if mod > 1:
-            r = (d // h) * pow(c // h, -1, mod) % mod
-            start = lo + (r - lo) % mod
-        else:
-            start = lo
-            mod = 1
-        nbranch = (hi - start) // mod + 1 if start <= hi else 0
-        if nbranch == 0:
-            failed.add(key)
-            return None
-        ncand, p, g, r = best
-        if p > i + 1 and ncand < nbranch:
-            for low in range(r, r + ncand * g, g):
-                work[0] += 1
-                if work[0] > budget:
-                    raise _Exhausted
-                lower = rec(p, j, low)
-                if lower is None:
-                    continue
-                upper = rec(i, p, d - low)
-                if upper is not None:
-                    return upper + lower
-            failed.add(key)
-            return None
-        for z in range(start, hi + 1, mod):
-            work[0] += 1
-            if work[0] > budget:
-                raise _Exhausted
-            sub = rec(i + 1, j, d - c * z)
-            if sub is not None:
-                sub.insert(0, z)
-                return sub
-        failed.add(key)
+
+    def split_at(mask, d, idx, split):
+        """The first p members against the rest, whose target is ``r + g*t`` for t < n."""
+        n, p, g, r = split
+        upper = 0
+        for j in idx[:p]:
+            upper |= 1 << j
+        lower = mask & ~upper
+        for low in range(r, r + n * g, g):
+            tick()
+            zl = rec(lower, low)
+            if zl is None:
+                continue
+            zu = rec(upper, d - low)
+            if zu is not None:
+                zu.update(zl)
+                return zu
+        fail((mask, d) if len(idx) > 3 else None)
         return None
 
-    return rec(0, k, d)
+    def rec(mask, d):
+        if d < 0:
+            return None
+        idx = [i for i in range(k) if mask >> i & 1]
+        m = len(idx)
+        tot = sum(cs[i] * us[i] for i in idx)
+        if d > tot:
+            return None
+        if m == 0:
+            return {}
+        if m == 1:
+            i = idx[0]
+            return {i: d // cs[i]} if d % cs[i] == 0 and d // cs[i] <= us[i] else None
+        if m == 2:
+            i, j = idx
+            z = _two_terms(cs[i], us[i], cs[j], us[j], d)
+            return None if z is None else {i: z[0], j: z[1]}
+        # failed states are memoised from four terms up (three are counted again quickly,
+        # and their targets rarely repeat)
+        key = (mask, d) if m > 3 else None
+        if key in failed:
+            return None
+        tick()
+        # split points p: the first p terms against the rest
+        split = None
+        pre = [0] * (m + 1)
+        g = 0
+        low = tot
+        for p in range(1, m):
+            i = idx[p - 1]
+            g = pre[p] = gcd(g, cs[i])
+            low -= cs[i] * us[i]
+            r = d % g
+            if r > low:
+                fail(key)
+                return None
+            n = (low - r) // g + 1
+            if split is None or n < split[0]:
+                split = (n, p, g, r)
+        every = gcd(g, cs[idx[-1]])
+        if d % every:
+            fail(key)
+            return None
+        if split[1] > 1 and split[0] == 1:  # one target for the lower part: split at once
+            return split_at(mask, d, idx, split)
+        suf = [0] * (m + 1)
+        for t in range(m - 1, 0, -1):
+            suf[t] = gcd(suf[t + 1], cs[idx[t]])
+        # the term whose branches leave the densest rest: fewest candidates times the rest's
+        # range (as floats, rounded as the compiled core's doubles are; ties: the largest c)
+        best = None
+        for t, i in enumerate(idx):
+            mod = gcd(pre[t], suf[t + 1]) // every
+            lo, hi = _z_range(d, cs[i], us[i], tot - cs[i] * us[i])
+            if lo > hi:
+                fail(key)
+                return None
+            score = float((hi - lo) // mod + 1) * float(tot - cs[i] * us[i])
+            if best is None or score < best[0]:
+                best = (score, i, lo, hi, mod)
+        _, i, lo, hi, mod = best
+        c = cs[i]
+        start = lo
+        if mod > 1:
+            r = (d // every) % mod * pow(c // every, -1, mod) % mod
+            start = lo + (r - lo) % mod
+        if start > hi:
+            fail(key)
+            return None
+        nbranch = (hi - start) // mod + 1
+        if split[1] > 1 and split[0] < nbranch:
+            return split_at(mask, d, idx, split)
+        sub = mask & ~(1 << i)
+        top = start + (nbranch - 1) * mod
+        want = (d - (tot - c * us[i]) // 2) // c  # the rest's target mid-range
+        z = start if want <= start else top if want >= top else start + (want - start) // mod * mod
+        # three terms: after a couple of branches (solutions are often dense), count the
+        # solutions of all the branches at once
+        count = m == 3 and nbranch > THREE_TERMS_COUNT
+        tries = 0
+        up, down = z, z - mod
+        while up <= top or down >= start:
+            if count and tries >= THREE_TERMS_TRIES:
+                p, q = [j for j in idx if j != i]
+                work[0] += THREE_TERMS_COUNT - 1  # a count costs about as much as that many leaves
+                tick()
+                z3 = _three_terms(cs[p], us[p], cs[q], us[q], c, start, mod, nbranch, d)
+                if z3 is None:
+                    fail(key)
+                    return None
+                return {p: z3[0], q: z3[1], i: z3[2]}
+            for zi in ((up,) if up <= top else ()) + ((down,) if down >= start else ()):
+                tick()
+                tries += 1
+                rest = rec(sub, d - c * zi)
+                if rest is not None:
+                    rest[i] = zi
+                    return rest
+            up += mod
+            down -= mod
+        fail(key)
+        return None
+
+    return rec((1 << k) - 1, d)
 
 
 def _isl_solve(terms, d, exclude):
@@ -339,7 +523,14 @@ def solve(terms, d, exclude=None, budget=DEFAULT_BUDGET, use_isl=True):
         return None
     try:
         if sexcl is None:
-            z = _split_search(sterms, d, budget)
+            # terms that can only be 0 are left out (as NumPy's diophantine_simplify does)
+            live = [pos for pos, (_, u) in enumerate(sterms) if u > 0]
+            found = _split_search([sterms[pos] for pos in live], d, budget)
+            z = None
+            if found is not None:
+                z = [0] * len(sterms)
+                for t, zt in found.items():
+                    z[live[t]] = zt
         else:
             z = _dfs(levels, d, sexcl, budget)
     except _Exhausted:

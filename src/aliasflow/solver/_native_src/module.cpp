@@ -138,6 +138,33 @@ PyObject* py_internal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return answer(afn::internal_overlap(a, budget));
 }
 
+// _count3(c1, u1, c2, u2, c3, s, step, count, d): afn::count3, for the tests only (they
+// compare it with a brute force and with search._count3); None when a value does not fit.
+PyObject* py_count3(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "_count3 takes 9 arguments, got %zd", nargs);
+        return nullptr;
+    }
+    int64_t v[9];
+    for (int k = 0; k < 9; ++k) {
+        int r = read_int(args[k], v[k], "argument");
+        if (r < 0) return nullptr;
+        if (r == 0) Py_RETURN_NONE;
+    }
+    // count3's preconditions that keep its divisions defined
+    if (v[0] <= 0 || v[2] <= 0 || v[4] <= 0 || v[1] < 0 || v[3] < 0 || v[6] <= 0 || v[7] < 0) {
+        PyErr_SetString(PyExc_TypeError, "_count3: coefficients and step must be positive");
+        return nullptr;
+    }
+    try {
+        afn::i128 n = afn::count3(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+        if (n > afn::i128(INT64_MAX) || n < afn::i128(INT64_MIN)) Py_RETURN_NONE;
+        return PyLong_FromLongLong((long long)n);
+    } catch (afn::Overflow&) {
+        Py_RETURN_NONE;
+    }
+}
+
 PyMethodDef methods[] = {
     {"intersects", (PyCFunction)(void (*)(void))py_intersects, METH_FASTCALL,
      "intersects(a, b[, budget]) with layouts (offset, shape, stride) as exact tuples of "
@@ -146,6 +173,9 @@ PyMethodDef methods[] = {
     {"has_internal_overlap", (PyCFunction)(void (*)(void))py_internal, METH_FASTCALL,
      "has_internal_overlap(a[, budget]) -> True/False, None or NotImplemented as for "
      "intersects."},
+    {"_count3", (PyCFunction)(void (*)(void))py_count3, METH_FASTCALL,
+     "_count3(c1, u1, c2, u2, c3, s, step, count, d): the three-term solution count of the "
+     "compiled search (for tests)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.solver._native",
