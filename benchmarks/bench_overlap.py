@@ -27,6 +27,7 @@ import multiprocessing as mp
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -478,7 +479,12 @@ def main(argv=None):
 def write_results(table):
     path = Path(__file__).with_name("RESULTS.md")
     start, end = "<!-- overlap:start -->", "<!-- overlap:end -->"
-    block = f"{start}\n## Exact overlap\n\n{table}\n{end}"
+    try:  # the code measured: the commit checked out (uncommitted changes are not named)
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=path.parent).stdout.strip() or "unknown"
+    except OSError:
+        commit = "unknown"
+    block = f"{start}\n## Exact overlap\n\nMeasured at commit {commit}. {table}\n{end}"
     text = path.read_text() if path.exists() else "# Benchmark results\n\n"
     if start in text and end in text:
         pre, rest = text.split(start, 1)
