@@ -31,7 +31,10 @@ struct Rows {
     std::vector<int8_t> mode;
     std::vector<uint8_t> dense;
     std::vector<int64_t> low, high, offset;
-    std::vector<int64_t> dims_start;  // n + 1 entries
+    // row r's dims are shape/stride[dims_start[r] : dims_start[r] + ndim[r]]; rows of one
+    // view share them
+    std::vector<int64_t> dims_start;
+    std::vector<int8_t> ndim;
     std::vector<int64_t> shape, stride;
     std::vector<int64_t> op_starts;   // n_ops + 1 entries
     int64_t size() const { return int64_t(op.size()); }
@@ -39,7 +42,8 @@ struct Rows {
     void shrink() {
         op.shrink_to_fit(); group.shrink_to_fit(); mode.shrink_to_fit(); dense.shrink_to_fit();
         low.shrink_to_fit(); high.shrink_to_fit(); offset.shrink_to_fit();
-        dims_start.shrink_to_fit(); shape.shrink_to_fit(); stride.shrink_to_fit();
+        dims_start.shrink_to_fit(); ndim.shrink_to_fit(); shape.shrink_to_fit();
+        stride.shrink_to_fit();
         op_starts.shrink_to_fit();
     }
 };
@@ -131,7 +135,7 @@ private:
     afn::Layout row_layout(int64_t r) const {
         afn::Layout L;
         L.offset = R.offset[r];
-        L.ndim = int(R.dims_start[r + 1] - R.dims_start[r]);
+        L.ndim = R.ndim[r];
         L.shape = R.shape.data() + R.dims_start[r];
         L.stride = R.stride.data() + R.dims_start[r];
         return L;
@@ -200,7 +204,7 @@ private:
         if (row_shape.empty()) row_shape.assign(size_t(R.size()), 0);
         int32_t& id = row_shape[size_t(r)];
         if (id) return id - 1;
-        int64_t a = R.dims_start[r], b = R.dims_start[r + 1];
+        int64_t a = R.dims_start[r], b = a + R.ndim[r];
         dims_key.assign(R.shape.begin() + a, R.shape.begin() + b);
         dims_key.insert(dims_key.end(), R.stride.begin() + a, R.stride.begin() + b);
         auto it = shape_ids.emplace(dims_key, int32_t(shape_ids.size())).first;

@@ -191,17 +191,26 @@ Names names;
 
 struct ViewRef { int32_t op, tensor; int8_t mode; int32_t pos; PyObject* view; };
 
-// Reads one view's fields into rows (in tensor elements; shifted later).  1 ok, 0 fall
-// back, -1 error.  Empty views (extent None) add no row.
-int read_view(PyObject* v, afw::Rows& rows, bool& empty) {
+// One view as lowered (in its tensor's elements; shifted into its group's cells later). Its
+// dims are appended to the rows' shape/stride once, and every row of the view points there.
+struct ViewInfo {
+    int32_t tensor;
+    bool empty, dense;
+    int64_t low, high, offset, dims_start;
+    int8_t ndim;
+};
+
+// Reads one view's fields.  1 ok, 0 fall back, -1 error.  Empty views (extent None) make
+// no row.
+int read_view(PyObject* v, afw::Rows& rows, ViewInfo& info) {
     PyObject* ext = PyObject_GetAttr(v, names.extent);
     if (!ext) return -1;
     if (ext == Py_None) {
         Py_DECREF(ext);
-        empty = true;
+        info.empty = true;
         return 1;
     }
-    empty = false;
+    info.empty = false;
     PyObject* off = PyObject_GetAttr(v, names.offset);
     PyObject* shape = PyObject_GetAttr(v, names.shape);
     PyObject* stride = PyObject_GetAttr(v, names.stride);
@@ -251,11 +260,12 @@ int read_view(PyObject* v, afw::Rows& rows, bool& empty) {
                         }
                         expected *= dims[t].n;
                     }
-                    rows.low.push_back(lo);
-                    rows.high.push_back(hi);
-                    rows.offset.push_back(o);
-                    rows.dense.push_back(dense);
-                    rows.dims_start.push_back(int64_t(rows.shape.size()));
+                    info.low = lo;
+                    info.high = hi;
+                    info.offset = o;
+                    info.dense = dense;
+                    info.dims_start = int64_t(base);
+                    info.ndim = int8_t(n);
                 } else {
                     rows.shape.resize(base);
                     rows.stride.resize(base);
@@ -310,6 +320,22 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
     afw::Rows rows;
     std::vector<int32_t> row_tensor, row_pos;
+    std::vector<ViewInfo> views;                       // each distinct view, read once
+    std::unordered_map<PyObject*, int32_t> view_cache;  // view -> its entry (views alive:
+                                                        // the snapshot holds them)
+    auto push_row = [&](const ViewInfo& info, int32_t op, int8_t mode, int32_t pos) {
+        if (info.empty) return;
+        rows.op.push_back(op);
+        rows.mode.push_back(mode);
+        rows.low.push_back(info.low);
+        rows.high.push_back(info.high);
+        rows.offset.push_back(info.offset);
+        rows.dense.push_back(info.dense);
+        rows.dims_start.push_back(info.dims_start);
+        rows.ndim.push_back(info.ndim);
+        row_tensor.push_back(info.tensor);
+        row_pos.push_back(pos);
+    };
     std::vector<PyObject*> tensor_of;  // owned by `tlist`
     std::unordered_map<PyObject*, int32_t> tensor_index;
     // what the graph keeps of the ops as walked: every view in order (inputs, then outputs,
@@ -323,7 +349,6 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         Py_DECREF(snapshot);
         return nullptr;
     }
-    rows.dims_start.push_back(0);
     int status = 1;  // 1 ok, 0 fall back, -1 error
     PyObject* seen[16];
     for (Py_ssize_t j = 0; j < n_ops && status == 1; ++j) {
@@ -360,6 +385,12 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                     dup = !many.emplace(v, 1).second;
                 }
                 if (dup) continue;
+                // a view seen before (programs reuse views a lot) is read once
+                auto cached = view_cache.find(v);
+                if (cached != view_cache.end()) {
+                    push_row(views[size_t(cached->second)], int32_t(j), int8_t(m), int32_t(k));
+                    continue;
+                }
                 if (Py_TYPE(v) != (PyTypeObject*)view_type) {
                     status = 0;
                     break;
@@ -388,14 +419,13 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                 Py_XDECREF(vd);
                 Py_XDECREF(td);
                 if (status != 1) break;
-                bool empty;
-                status = read_view(v, rows, empty);
-                if (status == 1 && !empty) {
-                    rows.op.push_back(int32_t(j));
-                    rows.mode.push_back(int8_t(m));
-                    row_tensor.push_back(ti);
-                    row_pos.push_back(int32_t(k));
-                }
+                ViewInfo info;
+                info.tensor = ti;
+                status = read_view(v, rows, info);
+                if (status != 1) break;
+                view_cache.emplace(v, int32_t(views.size()));
+                views.push_back(info);
+                push_row(info, int32_t(j), int8_t(m), int32_t(k));
             }
         }
         Py_XDECREF(tup[0]);
@@ -547,7 +577,7 @@ PyObject* py_walk_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         !column(cols, 9, "stride", Py_ssize_t(shape.size()), stride))
         return nullptr;
     afw::Rows rows;
-    rows.dims_start = ds;
+    rows.dims_start.assign(ds.begin(), ds.end() - 1);
     rows.shape = shape;
     rows.stride = stride;
     if (ds[0] != 0 || ds[size_t(n)] != int64_t(shape.size())) return bad("dims_start", 0);
@@ -573,6 +603,7 @@ PyObject* py_walk_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         rows.mode.push_back(int8_t(mode[r]));
         rows.group.push_back(int32_t(group[r]));
         rows.dense.push_back(uint8_t(dense[r]));
+        rows.ndim.push_back(int8_t(ds[r + 1] - ds[r]));
     }
     while (prev < n_ops) {
         rows.op_starts.push_back(n);
