@@ -420,8 +420,9 @@ def test_random_programs_match_numpy(data, semantics, version):
                 fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op]
                 res = {"add": t.__add__, "sub": t.__sub__, "mul": t.__mul__}[op](other_t)
                 # a new tensor is row-major in MegEngine; NumPy may keep an input's column-major
-                # layout, which would change what a later reshape shares
-                arr = np.ascontiguousarray(fn(val(ref), other_a))
+                # layout, which would change what a later reshape shares (np.array, not
+                # np.ascontiguousarray: that one makes a 0-d result 1-d)
+                arr = np.array(fn(val(ref), other_a), order="C")
                 pairs.append((res, arr if semantics == "alias" else Box(arr)))
             elif action == "inplace":
                 if op == "add":
