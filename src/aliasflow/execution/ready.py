@@ -277,13 +277,19 @@ def backend_name() -> str:
 def successor_arrays(graph, n: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR successor arrays ``(offsets, targets)`` (int64) of a :class:`DependencyGraph` over
     ``n`` ops, built from its predecessor lists; targets of each op in ascending order."""
-    preds = [graph.predecessor_indices(k) for k in range(n)]
-    counts = np.fromiter(map(len, preds), np.int64, n)
     offsets = np.zeros(n + 1, np.int64)
-    total = int(counts.sum())
+    if hasattr(graph, "predecessor_arrays"):  # CSR already: no Python set per op
+        indptr, src = graph.predecessor_arrays()
+        counts = np.diff(indptr).astype(np.int64)
+        src = np.asarray(src, np.int64)
+        total = len(src)
+    else:
+        preds = [graph.predecessor_indices(k) for k in range(n)]
+        counts = np.fromiter(map(len, preds), np.int64, n)
+        total = int(counts.sum())
+        src = np.fromiter(itertools.chain.from_iterable(preds), np.int64, total)
     if not total:
         return offsets, np.zeros(0, np.int64)
-    src = np.fromiter(itertools.chain.from_iterable(preds), np.int64, total)
     dst = np.repeat(np.arange(n, dtype=np.int64), counts)
     order = np.lexsort((dst, src))
     np.cumsum(np.bincount(src, minlength=n), out=offsets[1:])
