@@ -26,10 +26,6 @@ _KIND_BIT = {"RAW": 1, "WAR": 2, "WAW": 4}
 walker = load(__package__ + "._walker")
 
 
-def _covers(a, b, limit):
-    return solver.covers(a, b, limit)
-
-
 class Edges:
     """Edges found by the compiled walk: ``data`` is an ``(n, 5)`` int32 array of
     ``(src op, dst op, kind, src row, dst row)``; ``view_of(row)`` gives a row's view."""
@@ -63,8 +59,8 @@ def compiled_edges(ops: list, progress, retire: bool, prune, covers_limit: int, 
         return None
     params = (bool(retire), sum(_KIND_BIT[k] for k in set(prune or ())), int(covers_limit),
               int(window), int(progress_step))
-    got = w.walk_ops(tuple(ops), TensorView, element_cells, solver.intersects, _covers, progress,
-                     params)
+    got = w.walk_ops(tuple(ops), TensorView, element_cells, solver.intersects, solver.covers,
+                     progress, params)
     if got is not None:
         raw, meta, views, n_rows = got
         meta = np.frombuffer(meta, np.int32)
@@ -82,14 +78,10 @@ def compiled_edges(ops: list, progress, retire: bool, prune, covers_limit: int, 
     if any(len(c[k]) and (c[k].max() > big or c[k].min() < -big)
            for k in ("low", "high", "offset", "shape", "stride")):
         return None
-    n = len(table)
-    starts = np.append(c["dims_start"], len(c["shape"])).astype(np.int64)
     columns = tuple(np.ascontiguousarray(c[k], np.int64).tobytes() for k in (
-        "op", "mode", "group", "low", "high", "dense", "offset")) + (
-        starts.tobytes(), np.ascontiguousarray(c["shape"], np.int64).tobytes(),
-        np.ascontiguousarray(c["stride"], np.int64).tobytes())
-    assert n == len(c["op"])
-    raw = w.walk_table(len(ops), len(table.units), columns, solver.intersects, _covers,
+        "op", "mode", "group", "low", "high", "dense", "offset", "dims_start", "shape",
+        "stride"))
+    raw = w.walk_table(len(ops), len(table.units), columns, solver.intersects, solver.covers,
                        progress, params)
     rows = table.rows
     return Edges(np.frombuffer(raw, np.int32).reshape(-1, 5), lambda r: rows[r][7])

@@ -60,8 +60,8 @@ class AccessTable:
 
     def columns(self) -> dict[str, np.ndarray]:
         """Struct-of-arrays form: ``op, mode, group, low, high, dense, ndim, offset`` per row,
-        and ``shape``/``stride`` flattened with ``dims_start`` (row ``r``'s dims are
-        ``dims_start[r]:dims_start[r] + ndim[r]``). Cells must fit in int64."""
+        and ``shape``/``stride`` flattened with ``dims_start`` (``len(rows) + 1`` entries: row
+        ``r``'s dims are ``dims_start[r]:dims_start[r + 1]``). Cells must fit in int64."""
         rows = [Access._make(r) for r in self.rows]
         ndim = np.fromiter((len(r.layout[1]) for r in rows), np.int64, len(rows))
         starts = np.zeros(len(rows) + 1, np.int64)
@@ -75,7 +75,7 @@ class AccessTable:
             "dense": np.fromiter((r.dense for r in rows), np.bool_, len(rows)),
             "ndim": ndim,
             "offset": np.fromiter((r.layout[0] for r in rows), np.int64, len(rows)),
-            "dims_start": starts[:-1],
+            "dims_start": starts,
             "shape": np.fromiter((n for r in rows for n in r.layout[1]), np.int64,
                                  int(starts[-1])),
             "stride": np.fromiter((s for r in rows for s in r.layout[2]), np.int64,

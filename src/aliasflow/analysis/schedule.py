@@ -118,7 +118,7 @@ class DependencyGraph:
     def _pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Distinct ``(src, dst)`` op positions of the edges, sorted by dst then src."""
         n = len(self.ops)
-        if self._edges is not None and self._deps is None:
+        if self._edges is not None:  # the walk's arrays, records made or not
             data = self._edges[0].data
             src, dst = data[:, 0].astype(np.int64), data[:, 1].astype(np.int64)
         else:
