@@ -134,6 +134,8 @@ def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | No
     reported = 0
     try:
         while True:
+            # looked at before the wait, so that wait counts every op the workers finished
+            alive = any(t.is_alive() for t in threads)
             # sleeps without the GIL; wakes per finished op only when progress is watched
             finished, over = queue.wait(reported if progress is not None else -1,
                                         POLL_SECONDS)
@@ -141,7 +143,7 @@ def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | No
                 for _ in range(finished - reported):
                     progress(1)  # in the caller's thread: its exceptions reach the caller
             reported = finished
-            if over or not any(t.is_alive() for t in threads):
+            if over or not alive:
                 break
     except BaseException:  # Ctrl-C or the progress callback: start no more, let ops finish
         run.stop()
