@@ -43,16 +43,66 @@ struct Bits {
     }
 };
 
+// ---------------------------------------------------------------- column boxes
+// A group's memory read as rows of `len` cells (up to three lengths: the first tensor's
+// last dimension, its last two, its last three), counted from `phase`. For each length, a
+// layout whose cells, modulo it, never wrap past a row end keeps to a column range
+// [lo, hi]; one that wraps gets the whole row. Accesses whose ranges miss each other in
+// any one length share no cell: per-head column blocks and transposed tiles have extents
+// that interleave, but columns that do not.
+struct Levels {
+    int n = 0;
+    int64_t phase = 0;
+    int64_t len[3] = {0, 0, 0};  // each in [2, 2^31)
+};
+
+struct Box {
+    int32_t lo[3] = {0, 0, 0}, hi[3] = {INT32_MAX, INT32_MAX, INT32_MAX};
+    bool meets(const Box& o) const {
+        return lo[0] <= o.hi[0] && o.lo[0] <= hi[0] && lo[1] <= o.hi[1] && o.lo[1] <= hi[1] &&
+               lo[2] <= o.hi[2] && o.lo[2] <= hi[2];
+    }
+};
+
+// The box of the cells offset + sum(i[d] * stride[d]), 0 <= i[d] < shape[d].
+inline Box box_of(int64_t offset, int ndim, const int64_t* shape, const int64_t* stride,
+                  const Levels& lv) {
+    Box b;
+    for (int k = 0; k < lv.n; ++k) {
+        const int64_t m = lv.len[k];
+        int64_t c0 = (offset - lv.phase) % m;
+        if (c0 < 0) c0 += m;
+        // cell - phase == c0 + sum(i[d] * (stride[d] % m)) (mod m); when that sum stays in
+        // [0, m) it is the column itself
+        __int128 lo = c0, hi = c0;
+        for (int d = 0; d < ndim; ++d) {
+            if (shape[d] <= 1) continue;
+            __int128 span = __int128(stride[d] % m) * (shape[d] - 1);
+            (span < 0 ? lo : hi) += span;
+        }
+        if (lo >= 0 && hi < m) {
+            b.lo[k] = int32_t(lo);
+            b.hi[k] = int32_t(hi);
+        } else {
+            b.lo[k] = 0;
+            b.hi[k] = int32_t(m - 1);
+        }
+    }
+    return b;
+}
+
 // ---------------------------------------------------------------- extent index
 // The same question as extents.py's segment map (which live records' extents meet
 // [low, high]), answered differently: records are kept once each, by extent length class
 // (lengths in [2^c, 2^(c+1))), sorted by low within a class.  A record of class c meeting
 // [low, high] has its low in [low - 2^(c+1) + 2, high]; the few classes in use are each one
 // ordered range scan, with at most a factor two of extra candidates filtered by `high`.
+// Records whose column boxes miss the query's are left out too (they share no cell).
 class ExtentIndex {
     struct Entry {
         int64_t low, high;
         int32_t rid;
+        Box box;
         bool operator<(const Entry& o) const { return low < o.low || (low == o.low && rid < o.rid); }
     };
     std::set<Entry> classes[64];
@@ -64,31 +114,32 @@ class ExtentIndex {
     }
 
 public:
-    void add(int32_t rid, int64_t low, int64_t high) {
+    void add(int32_t rid, int64_t low, int64_t high, const Box& box) {
         int c = class_of(low, high);
-        classes[c].insert(Entry{low, high, rid});
+        classes[c].insert(Entry{low, high, rid, box});
         used |= uint64_t(1) << c;
     }
     void remove(int32_t rid, int64_t low, int64_t high) {
         int c = class_of(low, high);
-        classes[c].erase(Entry{low, high, rid});
+        classes[c].erase(Entry{low, high, rid, Box()});
         if (classes[c].empty()) used &= ~(uint64_t(1) << c);
     }
-    void cut(int32_t rid, int64_t low, int64_t high, int64_t keep_low, int64_t keep_high) {
+    void cut(int32_t rid, int64_t low, int64_t high, int64_t keep_low, int64_t keep_high,
+             const Box& box) {
         if (low == keep_low && high == keep_high) return;
         remove(rid, low, high);
-        add(rid, keep_low, keep_high);
+        add(rid, keep_low, keep_high, box);
     }
-    // ids of the records whose extents meet [low, high], ascending, into `out`
-    void query(int64_t low, int64_t high, std::vector<int32_t>& out) const {
+    // ids of the records whose extents and boxes meet [low, high] and `box`, ascending
+    void query(int64_t low, int64_t high, const Box& box, std::vector<int32_t>& out) const {
         out.clear();
         for (uint64_t bits = used; bits; bits &= bits - 1) {
             int c = __builtin_ctzll(bits);
             // lengths below 2^(c+1): lows from low - 2^(c+1) + 2 can reach `low`
             int64_t from = c >= 62 ? INT64_MIN : low - (int64_t(1) << (c + 1)) + 2;
-            for (auto it = classes[c].lower_bound(Entry{from, INT64_MIN, INT32_MIN});
+            for (auto it = classes[c].lower_bound(Entry{from, INT64_MIN, INT32_MIN, Box()});
                  it != classes[c].end() && it->low <= high; ++it)
-                if (it->high >= low) out.push_back(it->rid);
+                if (it->high >= low && it->box.meets(box)) out.push_back(it->rid);
         }
         std::sort(out.begin(), out.end());
     }

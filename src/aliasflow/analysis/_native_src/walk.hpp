@@ -55,6 +55,7 @@ struct Record {
     int64_t low, high;
     bool dense, piece, alive;
     int32_t left = -1;  // a non-dense record's cells not yet overwritten: lefts[left]
+    Box box;            // of the row's cells (a superset of the cells left)
 };
 
 struct Edge { int32_t src, dst, kind, src_row, dst_row; };
@@ -69,6 +70,7 @@ struct Callbacks {
 
 struct Memory {
     ExtentIndex reads, writes;
+    Levels levels;
     std::unordered_map<std::pair<int64_t, int64_t>, int32_t, PairHash> last_read;
 };
 
@@ -83,8 +85,11 @@ struct Params {
 // ---------------------------------------------------------------- the walk
 class Walker {
 public:
-    Walker(const Rows& rows, int64_t n_ops, int64_t n_groups, const Params& p, Callbacks& cb)
+    // levels: per group (empty: no column boxes)
+    Walker(const Rows& rows, int64_t n_ops, int64_t n_groups, const Params& p, Callbacks& cb,
+           const std::vector<Levels>& levels = {})
         : R(rows), n_ops(n_ops), mem(size_t(n_groups)), P(p), cb(cb) {
+        for (size_t g = 0; g < levels.size() && g < mem.size(); ++g) mem[g].levels = levels[g];
         bits.init(p.window);
         anc.assign(size_t(p.window) * bits.words, 0);
         reach.assign(bits.words, 0);
@@ -110,7 +115,7 @@ private:
     // n == 0 and left < 0: retire; n pieces: dense pieces; left >= 0: scratch[left] are the
     // cells left of a non-dense record
     struct Change { int32_t rid; int n; Piece p[2]; int32_t left; };
-    struct Pending { int32_t group, row; bool is_read; };
+    struct Pending { int32_t group, row; bool is_read; Box box; };
 
     const Rows& R;
     int64_t n_ops;
@@ -386,11 +391,27 @@ private:
             if (high < old.high) ch.p[ch.n++] = Piece{high + 1, old.high};
             return true;
         }
+        // A write of few cells: its cells decide, as solver.covers would (a record retires
+        // exactly when none of its cells are left, so the outcome is the reference's).
+        int64_t buf[2];
+        if (same_layout(row_layout(r), rec_layout(old, buf))) return true;
+        if (size_of(row_layout(r)) <= P.covers_limit) {
+            const std::vector<int64_t>& cells = row_cells(r);
+            if (old.dense) {  // covered when every cell of [low, high] is one of them
+                auto a = std::lower_bound(cells.begin(), cells.end(), old.low);
+                auto b = std::upper_bound(a, cells.end(), old.high);
+                keep = (b - a) != old.high - old.low + 1;
+                return true;
+            }
+            if (old.left >= 0 || size_of(row_layout(old.row)) <= P.covers_limit) {
+                subtract(old, 0, -1, &cells, ch, keep);
+                return true;
+            }
+        }
         bool c;
         if (!covers(r, old, c)) return false;
         if (c) return true;
-        afn::Layout L = row_layout(r);
-        if (old.dense || size_of(L) > P.covers_limit) {
+        if (old.dense || size_of(row_layout(r)) > P.covers_limit) {
             keep = true;
             return true;
         }
@@ -425,9 +446,11 @@ private:
             Memory& st = mem[size_t(R.group[r])];
             int64_t low = R.low[r], high = R.high[r];
             bool dense = R.dense[r];
+            const Box box = box_of(R.offset[r], R.ndim[r], R.shape.data() + R.dims_start[r],
+                                   R.stride.data() + R.dims_start[r], st.levels);
             if (R.mode[r] == READ) {
                 bool skip_raw = P.prune & (1 << RAW);
-                st.writes.query(low, high, cand);
+                st.writes.query(low, high, box, cand);
                 for (int32_t rid : cand) {
                     const Record& old = records[size_t(rid)];
                     if (skip_raw && implied(j, old.op)) continue;
@@ -435,7 +458,7 @@ private:
                     if (!meets(old, r, dense, hit)) return false;
                     if (hit) conflict(j, old, RAW, r);
                 }
-                pending.push_back(Pending{R.group[r], int32_t(r), true});
+                pending.push_back(Pending{R.group[r], int32_t(r), true, box});
                 continue;
             }
             for (int which = 0; which < 2; ++which) {
@@ -444,7 +467,7 @@ private:
                 bool skip = P.prune & (1 << kind);
                 changed.clear();
                 scratch.clear();
-                index.query(low, high, cand);
+                index.query(low, high, box, cand);
                 for (int32_t rid : cand) {
                     const Record old = records[size_t(rid)];
                     Change ch;
@@ -497,7 +520,7 @@ private:
                             }
                         }
                         lefts[size_t(old.left)].swap(cells);
-                        index.cut(ch.rid, ol, oh, old.low, old.high);
+                        index.cut(ch.rid, ol, oh, old.low, old.high, old.box);
                         continue;
                     }
                     if (old.left >= 0) {  // its cells are replaced or it retires
@@ -516,7 +539,7 @@ private:
                     old.high = ch.p[0].high;
                     old.dense = true;
                     old.piece = true;
-                    index.cut(ch.rid, ol, oh, old.low, old.high);
+                    index.cut(ch.rid, ol, oh, old.low, old.high, old.box);
                     for (int t = 1; t < ch.n; ++t) {
                         Record piece = base;
                         piece.low = ch.p[t].low;
@@ -526,11 +549,11 @@ private:
                         piece.alive = true;
                         int32_t id = int32_t(records.size());
                         records.push_back(piece);
-                        index.add(id, piece.low, piece.high);
+                        index.add(id, piece.low, piece.high, piece.box);
                     }
                 }
             }
-            pending.push_back(Pending{R.group[r], int32_t(r), false});
+            pending.push_back(Pending{R.group[r], int32_t(r), false, box});
         }
         uint64_t* mine = ancestors(j);
         if (P.prune) {
@@ -546,7 +569,8 @@ private:
         for (const Pending& pd : pending) {
             Memory& st = mem[size_t(pd.group)];
             int64_t r = pd.row;
-            Record rec{int32_t(j), int32_t(r), R.low[r], R.high[r], bool(R.dense[r]), false, true};
+            Record rec{int32_t(j), int32_t(r), R.low[r], R.high[r], bool(R.dense[r]), false, true,
+                       -1, pd.box};
             if (pd.is_read && rec.dense) {
                 std::pair<int64_t, int64_t> key{rec.low, rec.high};
                 auto it = st.last_read.find(key);
@@ -564,7 +588,7 @@ private:
             }
             int32_t id = int32_t(records.size());
             records.push_back(rec);
-            (pd.is_read ? st.reads : st.writes).add(id, rec.low, rec.high);
+            (pd.is_read ? st.reads : st.writes).add(id, rec.low, rec.high, rec.box);
         }
         if (!found.empty()) {
             // pieces of one cut record meet the same access once each: keep the first
