@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -105,7 +104,62 @@ class ExtentIndex {
         Box box;
         bool operator<(const Entry& o) const { return low < o.low || (low == o.low && rid < o.rid); }
     };
-    std::set<Entry> classes[64];
+    // Entries sorted by (low, rid) in blocks of at most 2 * BLOCK: a scan reads contiguous
+    // memory, an insert or erase moves at most one block's tail.
+    class Sorted {
+        static constexpr size_t BLOCK = 64;
+        std::vector<std::vector<Entry>> blocks;  // each non-empty; ordered
+        // the first block whose last entry is not below `e` (blocks.size() if none)
+        size_t find(const Entry& e) const {
+            size_t lo = 0, hi = blocks.size();
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (blocks[mid].back() < e) lo = mid + 1;
+                else hi = mid;
+            }
+            return lo;
+        }
+
+    public:
+        bool empty() const { return blocks.empty(); }
+        void insert(const Entry& e) {
+            if (blocks.empty()) {
+                blocks.emplace_back(1, e);
+                return;
+            }
+            size_t b = std::min(find(e), blocks.size() - 1);
+            std::vector<Entry>& v = blocks[b];
+            v.insert(std::upper_bound(v.begin(), v.end(), e), e);
+            if (v.size() > 2 * BLOCK) {
+                std::vector<Entry> tail(v.begin() + BLOCK, v.end());
+                v.resize(BLOCK);
+                blocks.insert(blocks.begin() + b + 1, std::move(tail));
+            }
+        }
+        void erase(const Entry& e) {
+            size_t b = find(e);
+            if (b == blocks.size()) return;
+            std::vector<Entry>& v = blocks[b];
+            auto it = std::lower_bound(v.begin(), v.end(), e);
+            if (it == v.end() || it->low != e.low || it->rid != e.rid) return;
+            v.erase(it);
+            if (v.empty()) blocks.erase(blocks.begin() + b);
+        }
+        // f(entry) for entries from the first not below `from` while low <= `high`
+        template <class F>
+        void scan(const Entry& from, int64_t high, F f) const {
+            const size_t first = find(from);
+            for (size_t b = first; b < blocks.size(); ++b) {
+                const std::vector<Entry>& v = blocks[b];
+                auto it = b == first ? std::lower_bound(v.begin(), v.end(), from) : v.begin();
+                for (; it != v.end(); ++it) {
+                    if (it->low > high) return;
+                    f(*it);
+                }
+            }
+        }
+    };
+    Sorted classes[64];
     uint64_t used = 0;  // bit c: classes[c] is not empty
 
     static int class_of(int64_t low, int64_t high) {
@@ -137,9 +191,9 @@ public:
             int c = __builtin_ctzll(bits);
             // lengths below 2^(c+1): lows from low - 2^(c+1) + 2 can reach `low`
             int64_t from = c >= 62 ? INT64_MIN : low - (int64_t(1) << (c + 1)) + 2;
-            for (auto it = classes[c].lower_bound(Entry{from, INT64_MIN, INT32_MIN, Box()});
-                 it != classes[c].end() && it->low <= high; ++it)
-                if (it->high >= low && it->box.meets(box)) out.push_back(it->rid);
+            classes[c].scan(Entry{from, INT64_MIN, INT32_MIN, Box()}, high, [&](const Entry& e) {
+                if (e.high >= low && e.box.meets(box)) out.push_back(e.rid);
+            });
         }
         std::sort(out.begin(), out.end());
     }

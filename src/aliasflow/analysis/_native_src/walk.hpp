@@ -216,19 +216,48 @@ private:
         id = it->second + 1;
         return it->second;
     }
-    struct PairKey {
-        int32_t a, b;
-        int64_t delta;
-        bool operator==(const PairKey& o) const { return a == o.a && b == o.b && delta == o.delta; }
-    };
-    struct PairKeyHash {
-        size_t operator()(const PairKey& k) const {
-            return size_t((uint64_t(uint32_t(k.a)) * 0x9E3779B97F4A7C15ULL) ^
-                          (uint64_t(uint32_t(k.b)) * 0xC2B2AE3D27D4EB4FULL) ^ uint64_t(k.delta));
+    // answers by (shape id, shape id, offset difference): open addressing, linear probing;
+    // grows to PAIR_CACHE_LIMIT slots, then starts over empty
+    struct PairCache {
+        struct Slot { int32_t a = -1, b; int64_t delta; int answer; };
+        std::vector<Slot> slots;
+        size_t used = 0;
+        static size_t hash(int32_t a, int32_t b, int64_t delta) {
+            uint64_t h = uint64_t(uint32_t(a)) * 0x9E3779B97F4A7C15ULL ^
+                         uint64_t(uint32_t(b)) * 0xC2B2AE3D27D4EB4FULL ^ uint64_t(delta);
+            return size_t(h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ULL >> 7;
+        }
+        Slot* find(int32_t a, int32_t b, int64_t delta) {
+            if (slots.empty()) return nullptr;
+            size_t mask = slots.size() - 1;
+            for (size_t i = hash(a, b, delta) & mask;; i = (i + 1) & mask) {
+                Slot& s = slots[i];
+                if (s.a < 0) return nullptr;
+                if (s.a == a && s.b == b && s.delta == delta) return &s;
+            }
+        }
+        void put(int32_t a, int32_t b, int64_t delta, int answer) {
+            if (2 * (used + 1) > slots.size()) {
+                if (slots.size() >= PAIR_CACHE_LIMIT) {
+                    std::fill(slots.begin(), slots.end(), Slot());
+                    used = 0;
+                } else {
+                    std::vector<Slot> old(slots.empty() ? 1024 : 2 * slots.size());
+                    old.swap(slots);
+                    used = 0;
+                    for (const Slot& s : old)
+                        if (s.a >= 0) put(s.a, s.b, s.delta, s.answer);
+                }
+            }
+            size_t mask = slots.size() - 1;
+            size_t i = hash(a, b, delta) & mask;
+            while (slots[i].a >= 0) i = (i + 1) & mask;
+            slots[i] = Slot{a, b, delta, answer};
+            ++used;
         }
     };
-    static constexpr size_t PAIR_CACHE_LIMIT = size_t(1) << 20;
-    std::unordered_map<PairKey, int, PairKeyHash> pair_cache;
+    static constexpr size_t PAIR_CACHE_LIMIT = size_t(1) << 20;  // 24 MiB at most
+    PairCache pair_cache;
 
     bool meets(const Record& old, int64_t r, bool dense, bool& out) {
         if (dense && old.dense) {
@@ -272,18 +301,17 @@ private:
             } else if (const afn::NormalForm* na = normal_form(old.row)) {
                 // footprints move with their offsets: the answer for two shapes at one
                 // offset difference is the answer for every pair like them
-                PairKey key{shape_id(old.row), shape_id(r), R.offset[r] - R.offset[old.row]};
-                auto hit = pair_cache.find(key);
-                if (hit != pair_cache.end()) {
-                    res = hit->second;
+                int32_t sa = shape_id(old.row), sb = shape_id(r);
+                int64_t delta = R.offset[r] - R.offset[old.row];
+                if (const PairCache::Slot* hit = pair_cache.find(sa, sb, delta)) {
+                    res = hit->answer;
                 } else {
                     try {
                         res = afn::pair(*na, *nb, afn::DEFAULT_BUDGET);
                     } catch (afn::Overflow&) {
                     }
                     if (res == afn::YES || res == afn::NO) {
-                        if (pair_cache.size() >= PAIR_CACHE_LIMIT) pair_cache.clear();
-                        pair_cache.emplace(key, res);
+                        pair_cache.put(sa, sb, delta, res);
                     }
                 }
             }
