@@ -354,7 +354,10 @@ def test_groups_scopes_names_and_feeding_a_variable_like_tensorflow():
                 y = v * p + 1.0
                 with tf.name_scope("inner"):
                     z = tf.reduce_sum(y, name="total")
-            up = v.assign_add(p)
+            # without this edge real TensorFlow may run the assign before `y` reads v (a
+            # race in TF itself: a full-suite run here once saw 12.0 for 7.0)
+            with tf.control_dependencies([z]):
+                up = v.assign_add(p)
             grouped = tf.group(up, z)
             noop = tf.no_op()
             with tf.control_dependencies([grouped]):
