@@ -98,11 +98,13 @@ inline Box box_of(int64_t offset, int ndim, const int64_t* shape, const int64_t*
 // ordered range scan, with at most a factor two of extra candidates filtered by `high`.
 // Records whose column boxes miss the query's are left out too (they share no cell).
 class ExtentIndex {
+    // `seq` orders records as they were made (the reference's record ids); `rid` is the
+    // slot the record lives in (slots of retired records are reused)
     struct Entry {
-        int64_t low, high;
+        int64_t low, high, seq;
         int32_t rid;
         Box box;
-        bool operator<(const Entry& o) const { return low < o.low || (low == o.low && rid < o.rid); }
+        bool operator<(const Entry& o) const { return low < o.low || (low == o.low && seq < o.seq); }
     };
     // Entries sorted by (low, rid) in blocks of at most 2 * BLOCK: a scan reads contiguous
     // memory, an insert or erase moves at most one block's tail.
@@ -141,7 +143,7 @@ class ExtentIndex {
             if (b == blocks.size()) return;
             std::vector<Entry>& v = blocks[b];
             auto it = std::lower_bound(v.begin(), v.end(), e);
-            if (it == v.end() || it->low != e.low || it->rid != e.rid) return;
+            if (it == v.end() || it->low != e.low || it->seq != e.seq) return;
             v.erase(it);
             if (v.empty()) blocks.erase(blocks.begin() + b);
         }
@@ -161,6 +163,7 @@ class ExtentIndex {
     };
     Sorted classes[64];
     uint64_t used = 0;  // bit c: classes[c] is not empty
+    std::vector<std::pair<int64_t, int32_t>> hits;  // query's (seq, rid)
 
     static int class_of(int64_t low, int64_t high) {
         uint64_t len = uint64_t(high - low) + 1;
@@ -168,34 +171,39 @@ class ExtentIndex {
     }
 
 public:
-    void add(int32_t rid, int64_t low, int64_t high, const Box& box) {
+    void add(int32_t rid, int64_t seq, int64_t low, int64_t high, const Box& box) {
         int c = class_of(low, high);
-        classes[c].insert(Entry{low, high, rid, box});
+        classes[c].insert(Entry{low, high, seq, rid, box});
         used |= uint64_t(1) << c;
     }
-    void remove(int32_t rid, int64_t low, int64_t high) {
+    void remove(int64_t seq, int64_t low, int64_t high) {
         int c = class_of(low, high);
-        classes[c].erase(Entry{low, high, rid, Box()});
+        classes[c].erase(Entry{low, high, seq, 0, Box()});
         if (classes[c].empty()) used &= ~(uint64_t(1) << c);
     }
-    void cut(int32_t rid, int64_t low, int64_t high, int64_t keep_low, int64_t keep_high,
-             const Box& box) {
+    void cut(int32_t rid, int64_t seq, int64_t low, int64_t high, int64_t keep_low,
+             int64_t keep_high, const Box& box) {
         if (low == keep_low && high == keep_high) return;
-        remove(rid, low, high);
-        add(rid, keep_low, keep_high, box);
+        remove(seq, low, high);
+        add(rid, seq, keep_low, keep_high, box);
     }
-    // ids of the records whose extents and boxes meet [low, high] and `box`, ascending
-    void query(int64_t low, int64_t high, const Box& box, std::vector<int32_t>& out) const {
-        out.clear();
+    // slots of the records whose extents and boxes meet [low, high] and `box`, in the
+    // order the records were made
+    void query(int64_t low, int64_t high, const Box& box, std::vector<int32_t>& out) {
+        hits.clear();
         for (uint64_t bits = used; bits; bits &= bits - 1) {
             int c = __builtin_ctzll(bits);
             // lengths below 2^(c+1): lows from low - 2^(c+1) + 2 can reach `low`
             int64_t from = c >= 62 ? INT64_MIN : low - (int64_t(1) << (c + 1)) + 2;
-            classes[c].scan(Entry{from, INT64_MIN, INT32_MIN, Box()}, high, [&](const Entry& e) {
-                if (e.high >= low && e.box.meets(box)) out.push_back(e.rid);
-            });
+            classes[c].scan(Entry{from, INT64_MIN, INT64_MIN, 0, Box()}, high,
+                            [&](const Entry& e) {
+                                if (e.high >= low && e.box.meets(box))
+                                    hits.emplace_back(e.seq, e.rid);
+                            });
         }
-        std::sort(out.begin(), out.end());
+        std::sort(hits.begin(), hits.end());
+        out.clear();
+        for (const auto& h : hits) out.push_back(h.second);
     }
 };
 

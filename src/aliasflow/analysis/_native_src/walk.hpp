@@ -56,6 +56,7 @@ struct Record {
     bool dense, piece, alive;
     int32_t left = -1;  // a non-dense record's cells not yet overwritten: lefts[left]
     Box box;            // of the row's cells (a superset of the cells left)
+    int64_t seq = 0;    // order of making (the reference's record id); set by add_record
 };
 
 struct Edge { int32_t src, dst, kind, src_row, dst_row; };
@@ -134,6 +135,25 @@ private:
     std::vector<Found> found, kept;
     std::vector<Pending> pending;
     std::vector<Change> changed;
+
+    // a new live record in `index`: the next seq, a retired record's slot if there is one
+    // (records alive at once, not records ever made, set the memory)
+    std::vector<int32_t> free_records;
+    int64_t next_seq = 0;
+    int32_t add_record(ExtentIndex& index, Record rec) {
+        rec.seq = next_seq++;
+        int32_t id;
+        if (free_records.empty()) {
+            id = int32_t(records.size());
+            records.push_back(rec);
+        } else {
+            id = free_records.back();
+            free_records.pop_back();
+            records[size_t(id)] = rec;
+        }
+        index.add(id, rec.seq, rec.low, rec.high, rec.box);
+        return id;
+    }
 
     uint64_t* ancestors(int64_t op) { return &anc[size_t(op % P.window) * bits.words]; }
 
@@ -548,7 +568,7 @@ private:
                             }
                         }
                         lefts[size_t(old.left)].swap(cells);
-                        index.cut(ch.rid, ol, oh, old.low, old.high, old.box);
+                        index.cut(ch.rid, old.seq, ol, oh, old.low, old.high, old.box);
                         continue;
                     }
                     if (old.left >= 0) {  // its cells are replaced or it retires
@@ -558,7 +578,8 @@ private:
                     }
                     if (ch.n == 0) {
                         old.alive = false;
-                        index.remove(ch.rid, old.low, old.high);
+                        index.remove(old.seq, old.low, old.high);
+                        free_records.push_back(ch.rid);  // nothing refers to it any more
                         continue;
                     }
                     int64_t ol = old.low, oh = old.high;
@@ -567,7 +588,7 @@ private:
                     old.high = ch.p[0].high;
                     old.dense = true;
                     old.piece = true;
-                    index.cut(ch.rid, ol, oh, old.low, old.high, old.box);
+                    index.cut(ch.rid, old.seq, ol, oh, old.low, old.high, old.box);
                     for (int t = 1; t < ch.n; ++t) {
                         Record piece = base;
                         piece.low = ch.p[t].low;
@@ -575,9 +596,7 @@ private:
                         piece.dense = true;
                         piece.piece = true;
                         piece.alive = true;
-                        int32_t id = int32_t(records.size());
-                        records.push_back(piece);
-                        index.add(id, piece.low, piece.high, piece.box);
+                        add_record(index, piece);
                     }
                 }
             }
@@ -607,16 +626,16 @@ private:
                     if (old.alive && old.low == rec.low && old.high == rec.high && old.dense) {
                         int64_t d = j - 1 - old.op;
                         if (0 <= d && d < W && Bits::test(mine, d)) {
+                            rec.seq = old.seq;  // takes the old record's place
                             old = rec;
                             continue;
                         }
                     }
                 }
-                st.last_read[key] = int32_t(records.size());
+                st.last_read[key] = add_record(st.reads, rec);
+                continue;
             }
-            int32_t id = int32_t(records.size());
-            records.push_back(rec);
-            (pd.is_read ? st.reads : st.writes).add(id, rec.low, rec.high, rec.box);
+            add_record(pd.is_read ? st.reads : st.writes, rec);
         }
         if (!found.empty()) {
             // pieces of one cut record meet the same access once each: keep the first
