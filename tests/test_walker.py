@@ -259,3 +259,24 @@ def test_benchmark_traces_give_the_reference_edges():
             part = ops if retire else ops[:400]
             got, want = both(part, retire, prune)
             assert got == want and len(got) > 100
+
+
+def test_a_traced_pytorch_training_step_gives_the_reference_edges():
+    """A real program: two steps of a transformer layer's training, traced from PyTorch
+    (storages reused by its allocator, views of every shape; multi-dim tensors give the
+    compiled walk its column boxes)."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+    opt = torch.optim.Adam(layer.parameters(), lr=1e-3)
+    x = torch.randn(4, 8, 16)
+    with af.trace(values=False) as t:
+        for _ in range(2):
+            layer(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+    ops = t.ops
+    assert len(ops) > 300
+    for retire, prune in MODES:
+        got, want = both(ops, retire, prune)
+        assert got == want and len(got) > 100
