@@ -63,6 +63,25 @@ struct Box {
     }
 };
 
+// Row lengths read off one layout: its distinct |strides| in [2, 2^31) over dims of more
+// than one index, smallest first, at most three (a C-ordered view gives its tensor's rows).
+inline Levels levels_from_strides(int ndim, const int64_t* shape, const int64_t* stride) {
+    int64_t got[8];
+    int n = 0;
+    for (int d = 0; d < ndim && n < 8; ++d) {
+        if (shape[d] <= 1 || stride[d] == INT64_MIN) continue;
+        int64_t s = stride[d] < 0 ? -stride[d] : stride[d];
+        if (s < 2 || s >= INT32_MAX) continue;
+        bool seen = false;
+        for (int k = 0; k < n; ++k) seen |= got[k] == s;
+        if (!seen) got[n++] = s;
+    }
+    std::sort(got, got + n);
+    Levels L;
+    for (int k = 0; k < n && L.n < 3; ++k) L.len[L.n++] = got[k];
+    return L;
+}
+
 // The box of the cells offset + sum(i[d] * stride[d]), 0 <= i[d] < shape[d].
 inline Box box_of(int64_t offset, int ndim, const int64_t* shape, const int64_t* stride,
                   const Levels& lv) {

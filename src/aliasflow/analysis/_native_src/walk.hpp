@@ -91,6 +91,32 @@ public:
            const std::vector<Levels>& levels = {})
         : R(rows), n_ops(n_ops), mem(size_t(n_groups)), P(p), cb(cb) {
         for (size_t g = 0; g < levels.size() && g < mem.size(); ++g) mem[g].levels = levels[g];
+        // a group its tensors gave no row lengths (a flat arena, a 1-D buffer, the table
+        // path) takes them from the strides of its first many-dim accesses (up to 64 rows
+        // looked at, three lengths kept): any lengths give exact boxes
+        std::vector<int> looked(mem.size(), 0);
+        size_t open = 0;  // groups still looking
+        for (size_t g = 0; g < mem.size(); ++g) {
+            looked[g] = mem[g].levels.n ? 64 : 0;
+            open += looked[g] < 64;
+        }
+        for (int64_t r = 0; r < R.size() && open; ++r) {
+            size_t g = size_t(R.group[r]);
+            if (looked[g] >= 64) continue;
+            if (++looked[g] == 64) --open;
+            Levels found = levels_from_strides(R.ndim[r], R.shape.data() + R.dims_start[r],
+                                               R.stride.data() + R.dims_start[r]);
+            Levels& L = mem[g].levels;
+            for (int k = 0; k < found.n && L.n < 3; ++k) {
+                bool seen = false;
+                for (int t = 0; t < L.n; ++t) seen |= L.len[t] == found.len[k];
+                if (!seen) L.len[L.n++] = found.len[k];
+            }
+            if (L.n == 3 && looked[g] < 64) {
+                looked[g] = 64;
+                --open;
+            }
+        }
         bits.init(p.window);
         anc.assign(size_t(p.window) * bits.words, 0);
         reach.assign(bits.words, 0);
