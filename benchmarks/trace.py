@@ -478,21 +478,31 @@ def make_gil_trace(chains: int = 2, length: int = 8, size: int = 2_000_000
 
 
 def make_nondense_trace(n: int, seed: int = 0, heads: int = 8, head_dim: int = 16,
-                        tokens: int = 64) -> list[af.Operation]:
+                        tokens: int = 64, arena: bool = False) -> list[af.Operation]:
     """``n`` ops whose accesses are mostly **non-dense**, the way attention code touches
     memory: per-head column blocks ``M[:, h*d:(h+1)*d]`` of fused QKV and output
     projections (read and written), stepped windows over a signal buffer
     (``as_strided`` with a stride larger than one), transposed tiles ``W.T[a:b, c:d]`` read
     and written, and every other head's columns of a score matrix. Extents of different
     heads interleave, so almost every pair goes to the exact solver.
+   
+    With ``arena``, the same accesses land on regions of one flat buffer (as a framework's
+    allocator lays tensors out): the views are the same, their tensor is one 1-D arena.
     """
     rng = random.Random(seed)
     d = heads * head_dim
-    qkv = af.Tensor("qkv", (tokens, 3 * d))
-    out = af.Tensor("attn_out", (tokens, d))
-    scores = af.Tensor("scores", (tokens, heads * tokens))
-    weights = af.Tensor("W", (d, d))
-    signal = af.Tensor("signal", (tokens * 64,))
+    shapes = {"qkv": (tokens, 3 * d), "attn_out": (tokens, d), "scores": (tokens, heads * tokens),
+              "W": (d, d), "signal": (tokens * 64,)}
+    if arena:
+        flat = af.Tensor("arena", (sum(int(np.prod(s)) for s in shapes.values()),))
+        regions, at = [], 0
+        for name, shape in shapes.items():
+            regions.append(flat.as_strided(shape, af.row_major_strides(shape), at, name=name))
+            at += int(np.prod(shape))
+    else:
+        regions = [af.Tensor(name, shape) for name, shape in shapes.items()]
+    qkv, out, scores, weights, signal = regions
+    base = signal.offset if arena else 0  # as_strided offsets are absolute on a view
     ops: list[af.Operation] = []
     for k in range(n):
         h = rng.randrange(heads)
@@ -513,7 +523,7 @@ def make_nondense_trace(n: int, seed: int = 0, heads: int = 8, head_dim: int = 1
             width = rng.choice([4, 8])
             count = rng.randrange(4, 32)
             start = rng.randrange(0, signal.size - step * count - width)
-            win = signal.as_strided((count, width), (step, 1), start)
+            win = signal.as_strided((count, width), (step, 1), base + start)
             if rng.random() < 0.5:
                 op = af.ReduceOperation(f"win{k}", axis=-1).set_inputs(win)
             else:

@@ -254,7 +254,8 @@ def test_benchmark_traces_give_the_reference_edges():
         from trace import make_nondense_trace, make_trace
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    for ops in (make_trace(1500, seed=5), make_nondense_trace(800, seed=6)):
+    for ops in (make_trace(1500, seed=5), make_nondense_trace(800, seed=6),
+                make_nondense_trace(800, seed=7, arena=True)):
         for retire, prune in MODES:
             part = ops if retire else ops[:400]
             got, want = both(part, retire, prune)
