@@ -335,30 +335,30 @@ private:
         int64_t buf[2];
         afn::Layout a = rec_layout(old, buf), b = row_layout(r);
         int res = afn::UNDECIDED;
-        const afn::NormalForm* nb = normal_form(r);
-        if (nb) {
-            if (old.piece) {
+        if (old.piece) {
+            if (const afn::NormalForm* nb = normal_form(r)) {
                 try {
                     afn::NormalForm na;
                     afn::normalise(a, na);
                     res = afn::pair(na, *nb, afn::DEFAULT_BUDGET);
                 } catch (afn::Overflow&) {
                 }
-            } else if (const afn::NormalForm* na = normal_form(old.row)) {
-                // footprints move with their offsets: the answer for two shapes at one
-                // offset difference is the answer for every pair like them
-                int32_t sa = shape_id(old.row), sb = shape_id(r);
-                int64_t delta = R.offset[r] - R.offset[old.row];
-                if (const PairCache::Slot* hit = pair_cache.find(sa, sb, delta)) {
-                    res = hit->answer;
-                } else {
+            }
+        } else {
+            // footprints move with their extents: the answer for two shapes at one
+            // difference of lows is the answer for every pair like them (asked first: a hit
+            // needs neither normal form). A record's low is its row's unless cells left it.
+            int32_t sa = shape_id(old.row), sb = shape_id(r);
+            int64_t delta = R.low[r] - (old.left < 0 ? old.low : R.low[old.row]);
+            if (const PairCache::Slot* hit = pair_cache.find(sa, sb, delta)) {
+                res = hit->answer;
+            } else if (const afn::NormalForm* nb = normal_form(r)) {
+                if (const afn::NormalForm* na = normal_form(old.row)) {
                     try {
                         res = afn::pair(*na, *nb, afn::DEFAULT_BUDGET);
                     } catch (afn::Overflow&) {
                     }
-                    if (res == afn::YES || res == afn::NO) {
-                        pair_cache.put(sa, sb, delta, res);
-                    }
+                    if (res == afn::YES || res == afn::NO) pair_cache.put(sa, sb, delta, res);
                 }
             }
         }

@@ -350,6 +350,7 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         Py_DECREF(snapshot);
         return nullptr;
     }
+    view_cache.reserve(size_t(n_ops));  // about a view per op: no rehash on the way
     int status = 1;  // 1 ok, 0 fall back, -1 error
     PyObject* seen[16];
     for (Py_ssize_t j = 0; j < n_ops && status == 1; ++j) {
