@@ -418,35 +418,36 @@ private:
     }
 
     // _subtract: old (non-dense) less [low, high] and, if given, `cells`
+    // buffers subtract reuses: most calls change nothing and so allocate nothing
+    std::vector<int64_t> fresh_cells, rest_cells;
     void subtract(const Record& old, int64_t low, int64_t high, const std::vector<int64_t>* cells,
                   Change& ch, bool& keep) {
-        std::vector<int64_t> fresh;
         const std::vector<int64_t>* left;
         if (old.left >= 0) {
             left = &lefts[size_t(old.left)];
         } else {
             afn::Layout L = row_layout(old.row);
             if (size_of(L) > P.covers_limit) { keep = true; return; }
-            cells_of(L, fresh);
-            left = &fresh;
+            cells_of(L, fresh_cells);
+            left = &fresh_cells;
         }
-        std::vector<int64_t> rest;
-        rest.reserve(left->size());
-        for (int64_t c : *left)
-            if (c < low || c > high) rest.push_back(c);
-        if (cells) {
-            std::vector<int64_t> diff;
-            diff.reserve(rest.size());
-            std::set_difference(rest.begin(), rest.end(), cells->begin(), cells->end(),
-                                std::back_inserter(diff));
-            rest.swap(diff);
+        // one pass over both sorted sets: left less [low, high] less `cells`
+        std::vector<int64_t>& rest = rest_cells;
+        rest.clear();
+        auto c = cells ? cells->begin() : left->end();
+        auto c_end = cells ? cells->end() : left->end();
+        for (int64_t x : *left) {
+            if (x >= low && x <= high) continue;
+            while (c != c_end && *c < x) ++c;
+            if (c != c_end && *c == x) continue;
+            rest.push_back(x);
         }
         if (rest.size() == left->size()) { keep = true; return; }
         keep = false;
         ch.n = 0;
         if (rest.empty()) return;
         ch.left = int32_t(scratch.size());
-        scratch.push_back(std::move(rest));
+        scratch.push_back(rest);
     }
 
     // _remainder: keep (leave the record as it is), or the change to make
