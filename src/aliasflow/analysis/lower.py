@@ -129,38 +129,18 @@ def place_tensors(tensors):
 
 
 def element_cells(tensors):
-    """For programs whose views all have their tensor's dtype: ``(groups, shifts, levels)``
-    when every group's cell is its tensors' element (``groups`` and ``shifts``, in
-    elements, per tensor), else None. The compiled walker lowers such programs itself (the
-    fast path of :func:`lower`).
-
-    ``levels[g]`` is ``(phase, *lengths)``: the row lengths of group ``g``'s first tensor
-    (its last dimension, last two, last three; lengths below 2 or repeated left out) and
-    where its element 0 is. The walker skips pairs whose columns in such rows miss each
-    other, an exact test (see ``_native_src/index.hpp``); they change no answer, only how
-    many pairs are tested.
-    """
+    """For programs whose views all have their tensor's dtype: ``(groups, shifts)`` per
+    tensor when every group's cell is its tensors' element (``shifts`` in elements), else
+    None. The compiled walker lowers such programs itself (the fast path of :func:`lower`)."""
     units, _, shift = place_tensors(tensors)
     groups, shifts = [], []
-    levels = {}
     for t in tensors:
         g, delta = shift[id(t)]
         if units[g] != t.dtype.itemsize:
             return None
         groups.append(g)
         shifts.append(delta // units[g])
-        if g not in levels:
-            levels[g] = (shifts[-1], *_row_lengths(t.shape))
-    return tuple(groups), tuple(shifts), tuple(levels[g] for g in range(len(levels)))
-
-
-def _row_lengths(shape) -> tuple:
-    lengths, n = [], 1
-    for k in reversed(shape[1:][-3:]):
-        n *= k
-        if 2 <= n < 2 ** 31 and (not lengths or n != lengths[-1]):
-            lengths.append(n)
-    return tuple(lengths)
+    return tuple(groups), tuple(shifts)
 
 
 def lower(ops) -> AccessTable:

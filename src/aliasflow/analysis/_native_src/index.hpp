@@ -43,15 +43,14 @@ struct Bits {
 };
 
 // ---------------------------------------------------------------- column boxes
-// A group's memory read as rows of `len` cells (up to three lengths: the first tensor's
-// last dimension, its last two, its last three), counted from `phase`. For each length, a
+// A group's memory read as rows of `len` cells (up to three lengths, read off the strides
+// of its first accesses: a C-ordered view gives its tensor's rows). For each length, a
 // layout whose cells, modulo it, never wrap past a row end keeps to a column range
 // [lo, hi]; one that wraps gets the whole row. Accesses whose ranges miss each other in
 // any one length share no cell: per-head column blocks and transposed tiles have extents
 // that interleave, but columns that do not.
 struct Levels {
     int n = 0;
-    int64_t phase = 0;
     int64_t len[3] = {0, 0, 0};  // each in [2, 2^31)
 };
 
@@ -88,9 +87,9 @@ inline Box box_of(int64_t offset, int ndim, const int64_t* shape, const int64_t*
     Box b;
     for (int k = 0; k < lv.n; ++k) {
         const int64_t m = lv.len[k];
-        int64_t c0 = (offset - lv.phase) % m;
+        int64_t c0 = offset % m;
         if (c0 < 0) c0 += m;
-        // cell - phase == c0 + sum(i[d] * (stride[d] % m)) (mod m); when that sum stays in
+        // cell == c0 + sum(i[d] * (stride[d] % m)) (mod m); when that sum stays in
         // [0, m) it is the column itself
         __int128 lo = c0, hi = c0;
         for (int d = 0; d < ndim; ++d) {

@@ -86,24 +86,15 @@ struct Params {
 // ---------------------------------------------------------------- the walk
 class Walker {
 public:
-    // levels: per group (empty: no column boxes)
-    Walker(const Rows& rows, int64_t n_ops, int64_t n_groups, const Params& p, Callbacks& cb,
-           const std::vector<Levels>& levels = {})
+    Walker(const Rows& rows, int64_t n_ops, int64_t n_groups, const Params& p, Callbacks& cb)
         : R(rows), n_ops(n_ops), mem(size_t(n_groups)), P(p), cb(cb) {
-        for (size_t g = 0; g < levels.size() && g < mem.size(); ++g) mem[g].levels = levels[g];
-        // a group its tensors gave no row lengths (a flat arena, a 1-D buffer, the table
-        // path) takes them from the strides of its first many-dim accesses (up to 64 rows
-        // looked at, three lengths kept): any lengths give exact boxes
-        std::vector<int> looked(mem.size(), 0);
-        size_t open = 0;  // groups still looking
-        for (size_t g = 0; g < mem.size(); ++g) {
-            looked[g] = mem[g].levels.n ? 64 : 0;
-            open += looked[g] < 64;
-        }
+        // each group's row lengths come from the strides of its first accesses (up to 64
+        // rows looked at, three lengths kept): any lengths give exact boxes, these prune
+        std::vector<int> looked(mem.size(), 0);  // rows looked at; 64: done
+        size_t open = mem.size();                 // groups not done
         for (int64_t r = 0; r < R.size() && open; ++r) {
             size_t g = size_t(R.group[r]);
             if (looked[g] >= 64) continue;
-            if (++looked[g] == 64) --open;
             Levels found = levels_from_strides(R.ndim[r], R.shape.data() + R.dims_start[r],
                                                R.stride.data() + R.dims_start[r]);
             Levels& L = mem[g].levels;
@@ -112,7 +103,7 @@ public:
                 for (int t = 0; t < L.n; ++t) seen |= L.len[t] == found.len[k];
                 if (!seen) L.len[L.n++] = found.len[k];
             }
-            if (L.n == 3 && looked[g] < 64) {
+            if (++looked[g] == 64 || L.n == 3) {
                 looked[g] = 64;
                 --open;
             }

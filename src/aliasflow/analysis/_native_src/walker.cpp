@@ -5,8 +5,7 @@
 //
 //   walk_ops(ops, view_type, place, intersects, covers, progress, params)
 //       lowers the ops itself (reading each view's offset/shape/stride/extent once), asks
-//       `place(tensors)` for each tensor's memory group and element shift, and each
-//       group's row lengths (index.hpp's column boxes), then walks.
+//       `place(tensors)` for each tensor's memory group and element shift, then walks.
 //       Returns None whenever the program is outside what this fast path handles (a view
 //       not of exactly `view_type`, a view whose dtype is not its tensor's, cells that are
 //       not the tensors' elements, values beyond 2^62, lists that are not lists): the caller
@@ -164,11 +163,11 @@ PyObject* pack_edges(const std::vector<afw::Edge>& edges) {
 // Walk `rows` without the GIL; edges into a bytes object, or nullptr with an error set.
 // The rows are freed before the edges are packed (the two would add up at the peak).
 PyObject* run_walk(afw::Rows& rows, int64_t n_ops, int64_t n_groups, const afw::Params& p,
-                   PyCallbacks& cb, const std::vector<afw::Levels>& levels = {}) {
+                   PyCallbacks& cb) {
     std::vector<afw::Edge> edges;
     bool ok;
     {
-        afw::Walker w(rows, n_ops, n_groups, p, cb, levels);
+        afw::Walker w(rows, n_ops, n_groups, p, cb);
         cb.ts = PyEval_SaveThread();
         try {
             ok = w.run();
@@ -441,7 +440,7 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         Py_RETURN_NONE;
     }
     rows.op_starts.push_back(rows.size());
-    // place(tensors) -> (groups, shifts, levels) or None; levels[g] = (phase, *row lengths)
+    // place(tensors) -> (groups, shifts) or None
     PyObject* placed = PyObject_CallOneArg(place, tlist);
     Py_DECREF(tlist);
     if (!placed) {
@@ -449,10 +448,9 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         return nullptr;
     }
     std::vector<int64_t> group(tensor_of.size()), shift(tensor_of.size());
-    std::vector<afw::Levels> levels;
     int64_t n_groups = 0;
     status = 0;
-    if (PyTuple_CheckExact(placed) && PyTuple_GET_SIZE(placed) == 3) {
+    if (PyTuple_CheckExact(placed) && PyTuple_GET_SIZE(placed) == 2) {
         PyObject *g = PyTuple_GET_ITEM(placed, 0), *s = PyTuple_GET_ITEM(placed, 1);
         Py_ssize_t nt = Py_ssize_t(tensor_of.size());
         if (PyTuple_CheckExact(g) && PyTuple_CheckExact(s) && PyTuple_GET_SIZE(g) == nt &&
@@ -466,26 +464,6 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                     status = 0;
                 if (status == 1) n_groups = std::max(n_groups, group[k] + 1);
             }
-        }
-        PyObject* lv = PyTuple_GET_ITEM(placed, 2);
-        if (status == 1)
-            status = PyTuple_CheckExact(lv) && PyTuple_GET_SIZE(lv) == n_groups ? 1 : 0;
-        for (Py_ssize_t g = 0; g < n_groups && status == 1; ++g) {
-            PyObject* e = PyTuple_GET_ITEM(lv, g);
-            afw::Levels L;
-            if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) < 1 || PyTuple_GET_SIZE(e) > 4) {
-                status = 0;
-                break;
-            }
-            status = get_int(PyTuple_GET_ITEM(e, 0), L.phase);
-            if (status == 1 && (L.phase < 0 || L.phase > LIM / 2)) status = 0;
-            for (Py_ssize_t k = 1; k < PyTuple_GET_SIZE(e) && status == 1; ++k) {
-                int64_t len = 0;
-                status = get_int(PyTuple_GET_ITEM(e, k), len);
-                if (status == 1 && (len < 2 || len >= INT32_MAX)) status = 0;
-                L.len[L.n++] = len;
-            }
-            levels.push_back(L);
         }
     }
     Py_DECREF(placed);
@@ -525,7 +503,7 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     std::vector<int32_t>().swap(row_tensor);
     std::vector<int32_t>().swap(vstart);
     rows.shrink();
-    PyObject* edges = run_walk(rows, n_ops, n_groups, p, cb, levels);
+    PyObject* edges = run_walk(rows, n_ops, n_groups, p, cb);
     if (!edges) {
         Py_DECREF(meta_b);
         Py_DECREF(snapshot);
