@@ -274,3 +274,25 @@ def test_a_traced_pytorch_training_step_gives_the_reference_edges():
     for retire, prune in MODES:
         got, want = both(ops, retire, prune)
         assert got == want and len(got) > 100
+
+
+def test_edges_are_the_walks_own_read_only_memory():
+    """walk_ops hands its edge array over without a copy (an EdgeBuffer): read-only for
+    numpy, not constructible from Python, and the edges read through it are the walk's."""
+    A = af.Tensor("A", (4, 4))
+    ops = [af.FillOperation("w", 1.0).set_outputs(A[:2]),
+           af.TransformOperation("r").set_inputs(A.T[0]),
+           af.FillOperation("w2", 2.0).set_outputs(A[0])]
+    edges = compiled.compiled_edges(ops, None, True, ("WAR", "WAW"), 4096, 4096, 1024)
+    buffer = edges.data.base.base
+    assert type(buffer).__name__ == "EdgeBuffer"
+    with pytest.raises(TypeError):
+        type(buffer)()
+    with pytest.raises(ValueError):
+        edges.data[0, 0] = 5
+    assert memoryview(buffer).readonly and memoryview(buffer).nbytes == 20 * len(edges)
+    # w -> r RAW, r -> w2 WAR; the WAW w -> w2 is implied by them and left out
+    assert edges.data[:, :3].tolist() == [[0, 1, 0], [1, 2, 1]]
+    assert [edges.view_of(r) for r in edges.data[0, 3:]] == [A[:2], A.T[0]]
+    empty = compiled.compiled_edges([], None, True, (), 4096, 4096, 1024)
+    assert len(empty) == 0 and memoryview(empty.data.base.base).nbytes == 0

@@ -32,8 +32,9 @@ walker = load(__package__ + "._walker")
 
 
 class Edges:
-    """Edges found by the compiled walk: ``data`` is an ``(n, 5)`` int32 array of
-    ``(src op, dst op, kind, src row, dst row)``; ``view_of(row)`` gives a row's view."""
+    """Edges found by the compiled walk: ``data`` is an ``(n, 5)`` read-only int32 array of
+    ``(src op, dst op, kind, src row, dst row)`` over the walk's own memory;
+    ``view_of(row)`` gives a row's view."""
 
     __slots__ = ("data", "view_of", "snapshot")
 
@@ -64,15 +65,15 @@ def compiled_edges(ops: list, progress, retire: bool, prune, covers_limit: int, 
         return None
     params = (bool(retire), sum(_KIND_BIT[k] for k in set(prune or ())), int(covers_limit),
               int(window), int(progress_step))
-    got = w.walk_ops(tuple(ops), TensorView, element_cells, solver.intersects, solver.covers,
+    ops = tuple(ops)  # one tuple for the walk and the snapshot (tuple() of it is itself)
+    got = w.walk_ops(ops, TensorView, element_cells, solver.intersects, solver.covers,
                      progress, params)
     if got is not None:
-        raw, meta, views, n_rows = got
-        meta = np.frombuffer(meta, np.int32)
-        where = meta[:n_rows]
-        snapshot = OpViews(ops, views, meta[n_rows:])
+        raw, row_entries, entry_views, views, starts = got
+        entry_of = np.frombuffer(row_entries, np.int32)
+        snapshot = OpViews(ops, views, np.frombuffer(starts, np.int32))
         return Edges(np.frombuffer(raw, np.int32).reshape(-1, 5),
-                     lambda row: views[where[row]], snapshot)
+                     lambda row: entry_views[entry_of[row]], snapshot)
     # views reinterpreting memory, or values beyond the fast path: lower in Python
     table = lower(ops)
     try:

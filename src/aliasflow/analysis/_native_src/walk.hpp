@@ -13,7 +13,9 @@
 #include <iterator>
 #include <set>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -25,26 +27,41 @@ namespace afw {
 enum { READ = 0, WRITE = 1 };
 enum { RAW = 0, WAR = 1, WAW = 2 };
 
-// The access table (struct of arrays), rows in program order; see analysis/lower.py.
+// The access table, rows in program order (see analysis/lower.py). A row is one access:
+// (op, mode, view). Its cells are its view's: the view's group, extent and layout in the
+// group's cells. Rows of one view (programs reuse views a lot) share that, so a row costs
+// nine bytes and the per-view answers below (normal forms, shape ids, cells) are made once
+// per view.
 struct Rows {
-    std::vector<int32_t> op, group;
+    // per row
+    std::vector<int32_t> op, view;
     std::vector<int8_t> mode;
-    std::vector<uint8_t> dense;
-    std::vector<int64_t> low, high, offset;
-    // row r's dims are shape/stride[dims_start[r] : dims_start[r] + ndim[r]]; rows of one
-    // view share them
-    std::vector<int64_t> dims_start;
-    std::vector<int8_t> ndim;
+    std::vector<int32_t> op_starts;   // n_ops + 1 entries
+    // per view; view v's dims are shape/stride[v_dims_start[v] : v_dims_start[v] + v_ndim[v]]
+    std::vector<int32_t> v_group;
+    std::vector<uint8_t> v_dense;
+    std::vector<int64_t> v_low, v_high, v_offset, v_dims_start;
+    std::vector<int8_t> v_ndim;
     std::vector<int64_t> shape, stride;
-    std::vector<int64_t> op_starts;   // n_ops + 1 entries
+
     int64_t size() const { return int64_t(op.size()); }
+    int64_t n_views() const { return int64_t(v_low.size()); }
+    size_t v(int64_t r) const { return size_t(view[size_t(r)]); }
+    int32_t group(int64_t r) const { return v_group[v(r)]; }
+    int64_t low(int64_t r) const { return v_low[v(r)]; }
+    int64_t high(int64_t r) const { return v_high[v(r)]; }
+    int64_t offset(int64_t r) const { return v_offset[v(r)]; }
+    bool dense(int64_t r) const { return v_dense[v(r)]; }
+    int ndim(int64_t r) const { return v_ndim[v(r)]; }
+    const int64_t* shape_of(int64_t r) const { return shape.data() + v_dims_start[v(r)]; }
+    const int64_t* stride_of(int64_t r) const { return stride.data() + v_dims_start[v(r)]; }
     // drop the growth slack (one array at a time, so the peak grows by one array at most)
     void shrink() {
-        op.shrink_to_fit(); group.shrink_to_fit(); mode.shrink_to_fit(); dense.shrink_to_fit();
-        low.shrink_to_fit(); high.shrink_to_fit(); offset.shrink_to_fit();
-        dims_start.shrink_to_fit(); ndim.shrink_to_fit(); shape.shrink_to_fit();
-        stride.shrink_to_fit();
+        op.shrink_to_fit(); view.shrink_to_fit(); mode.shrink_to_fit();
         op_starts.shrink_to_fit();
+        v_group.shrink_to_fit(); v_dense.shrink_to_fit(); v_low.shrink_to_fit();
+        v_high.shrink_to_fit(); v_offset.shrink_to_fit(); v_dims_start.shrink_to_fit();
+        v_ndim.shrink_to_fit(); shape.shrink_to_fit(); stride.shrink_to_fit();
     }
 };
 
@@ -60,6 +77,50 @@ struct Record {
 };
 
 struct Edge { int32_t src, dst, kind, src_row, dst_row; };
+
+// The edges, in one malloc'd array grown by realloc. A large array is mapped memory, which
+// realloc moves without a copy (a vector's growth holds the old and the new array at once,
+// three times the edges at the peak), and pages past the end are never touched. walker.cpp
+// hands the array to Python as it is (an EdgeBuffer), so the edges are never copied either.
+class EdgeList {
+public:
+    EdgeList() = default;
+    EdgeList(const EdgeList&) = delete;
+    EdgeList& operator=(const EdgeList&) = delete;
+    ~EdgeList() { std::free(data); }
+    void swap(EdgeList& o) {
+        std::swap(data, o.data);
+        std::swap(n, o.n);
+        std::swap(cap, o.cap);
+    }
+    size_t size() const { return n; }
+    void push_back(const Edge& x) {
+        if (n == cap) {
+            size_t grown = cap ? 2 * cap : 1024;
+            void* p = std::realloc(data, grown * sizeof(Edge));
+            if (!p) throw std::bad_alloc();
+            data = static_cast<Edge*>(p);
+            cap = grown;
+        }
+        data[n++] = x;
+    }
+    // the array (trimmed to its size; nullptr when empty), now the caller's to free()
+    Edge* release(size_t& size) {
+        if (n && n < cap) {
+            if (void* p = std::realloc(data, n * sizeof(Edge))) data = static_cast<Edge*>(p);
+        }
+        Edge* out = n ? data : nullptr;
+        if (!n) std::free(data);
+        size = n;
+        data = nullptr;
+        n = cap = 0;
+        return out;
+    }
+
+private:
+    Edge* data = nullptr;
+    size_t n = 0, cap = 0;
+};
 
 // What only Python can answer; each returns false when a Python exception is set.
 struct Callbacks {
@@ -93,10 +154,9 @@ public:
         std::vector<int> looked(mem.size(), 0);  // rows looked at; 64: done
         size_t open = mem.size();                 // groups not done
         for (int64_t r = 0; r < R.size() && open; ++r) {
-            size_t g = size_t(R.group[r]);
+            size_t g = size_t(R.group(r));
             if (looked[g] >= 64) continue;
-            Levels found = levels_from_strides(R.ndim[r], R.shape.data() + R.dims_start[r],
-                                               R.stride.data() + R.dims_start[r]);
+            Levels found = levels_from_strides(R.ndim(r), R.shape_of(r), R.stride_of(r));
             Levels& L = mem[g].levels;
             for (int k = 0; k < found.n && L.n < 3; ++k) {
                 bool seen = false;
@@ -111,10 +171,10 @@ public:
         bits.init(p.window);
         anc.assign(size_t(p.window) * bits.words, 0);
         reach.assign(bits.words, 0);
-        direct_stamp.assign(size_t(n_ops), -1);
+        direct_stamp.assign(size_t(p.window), -1);
     }
 
-    std::vector<Edge> edges;
+    EdgeList edges;
 
     // false: a Python exception is set (from a callback)
     bool run() {
@@ -143,12 +203,14 @@ private:
     Callbacks& cb;
     Bits bits;
     std::vector<uint64_t> anc, reach;
+    // the step at which each op of the window (slot op % window) last had a conflict: read
+    // only for ops within the window, so older ops need no slot
     std::vector<int64_t> direct_stamp;
     std::vector<int32_t> cand;
     std::vector<std::vector<int64_t>> lefts, scratch;  // records' cells left; this write's
     std::vector<int32_t> free_lefts;
     std::vector<int64_t> new_cells;
-    int64_t new_cells_row = -1;
+    int64_t new_cells_view = -1;
     std::vector<Found> found, kept;
     std::vector<Pending> pending;
     std::vector<Change> changed;
@@ -176,10 +238,10 @@ private:
 
     afn::Layout row_layout(int64_t r) const {
         afn::Layout L;
-        L.offset = R.offset[r];
-        L.ndim = R.ndim[r];
-        L.shape = R.shape.data() + R.dims_start[r];
-        L.stride = R.stride.data() + R.dims_start[r];
+        L.offset = R.offset(r);
+        L.ndim = R.ndim(r);
+        L.shape = R.shape_of(r);
+        L.stride = R.stride_of(r);
         return L;
     }
     // a record's layout; a piece's points into `buf` (two int64s)
@@ -201,32 +263,33 @@ private:
         return true;
     }
 
-    // a row's normal form, made on first use (rows are tested many times); null when it
-    // does not fit the checked range (the Python path decides those)
-    std::vector<int32_t> nf_index;  // row -> 1 + position in nf_pool; 0 not made; -1 overflow
+    // a row's normal form, made on first use of its view (views are tested many times);
+    // null when it does not fit the checked range (the Python path decides those)
+    std::vector<int32_t> nf_index;  // view -> 1 + position in nf_pool; 0 not made; -1 overflow
     std::deque<afn::NormalForm> nf_pool;  // a deque: pointers stay valid as it grows
     const afn::NormalForm* normal_form(int64_t r) {
-        if (nf_index.empty()) nf_index.assign(size_t(R.size()), 0);
-        int32_t k = nf_index[size_t(r)];
+        if (nf_index.empty()) nf_index.assign(size_t(R.n_views()), 0);
+        int32_t& k = nf_index[R.v(r)];
         if (k > 0) return &nf_pool[size_t(k - 1)];
         if (k < 0) return nullptr;
         afn::NormalForm nf;
         try {
             afn::normalise(row_layout(r), nf);
         } catch (afn::Overflow&) {
-            nf_index[size_t(r)] = -1;
+            k = -1;
             return nullptr;
         }
         nf_pool.push_back(std::move(nf));
-        nf_index[size_t(r)] = int32_t(nf_pool.size());
+        k = int32_t(nf_pool.size());
         return &nf_pool.back();
     }
 
-    // the distinct cells of row r (at most covers_limit indices), once per row
+    // the distinct cells of row r (at most covers_limit indices), made once while the
+    // same view is asked in a row
     const std::vector<int64_t>& row_cells(int64_t r) {
-        if (new_cells_row != r) {
+        if (new_cells_view != int64_t(R.v(r))) {
             cells_of(row_layout(r), new_cells);
-            new_cells_row = r;
+            new_cells_view = int64_t(R.v(r));
         }
         return new_cells;
     }
@@ -240,15 +303,14 @@ private:
         }
     };
     std::unordered_map<std::vector<int64_t>, int32_t, DimsHash> shape_ids;
-    std::vector<int32_t> row_shape;  // row -> 1 + id; 0 not made
+    std::vector<int32_t> view_shape;  // view -> 1 + id; 0 not made
     std::vector<int64_t> dims_key;
     int32_t shape_id(int64_t r) {
-        if (row_shape.empty()) row_shape.assign(size_t(R.size()), 0);
-        int32_t& id = row_shape[size_t(r)];
+        if (view_shape.empty()) view_shape.assign(size_t(R.n_views()), 0);
+        int32_t& id = view_shape[R.v(r)];
         if (id) return id - 1;
-        int64_t a = R.dims_start[r], b = a + R.ndim[r];
-        dims_key.assign(R.shape.begin() + a, R.shape.begin() + b);
-        dims_key.insert(dims_key.end(), R.stride.begin() + a, R.stride.begin() + b);
+        dims_key.assign(R.shape_of(r), R.shape_of(r) + R.ndim(r));
+        dims_key.insert(dims_key.end(), R.stride_of(r), R.stride_of(r) + R.ndim(r));
         auto it = shape_ids.emplace(dims_key, int32_t(shape_ids.size())).first;
         id = it->second + 1;
         return it->second;
@@ -304,8 +366,8 @@ private:
         if (old.left >= 0) {  // only its cells not yet overwritten (_meets_left)
             const std::vector<int64_t>& left = lefts[size_t(old.left)];
             if (dense) {
-                auto it = std::lower_bound(left.begin(), left.end(), R.low[r]);
-                out = it != left.end() && *it <= R.high[r];
+                auto it = std::lower_bound(left.begin(), left.end(), R.low(r));
+                out = it != left.end() && *it <= R.high(r);
                 return true;
             }
             if (size_of(row_layout(r)) <= P.covers_limit) {
@@ -340,7 +402,7 @@ private:
             // difference of lows is the answer for every pair like them (asked first: a hit
             // needs neither normal form). A record's low is its row's unless cells left it.
             int32_t sa = shape_id(old.row), sb = shape_id(r);
-            int64_t delta = R.low[r] - (old.left < 0 ? old.low : R.low[old.row]);
+            int64_t delta = R.low(r) - (old.left < 0 ? old.low : R.low(old.row));
             if (const PairCache::Slot* hit = pair_cache.find(sa, sb, delta)) {
                 res = hit->answer;
             } else if (const afn::NormalForm* nb = normal_form(r)) {
@@ -494,13 +556,16 @@ private:
     // conflicts found so far and has no conflict of its own yet (dependencies._prune).
     bool implied(int64_t j, int64_t i) const {
         int64_t d = j - 1 - i;
-        return d < P.window && Bits::test(reach.data(), d) && direct_stamp[size_t(i)] != j;
+        return d < P.window && Bits::test(reach.data(), d) &&
+               direct_stamp[size_t(i % P.window)] != j;
     }
     void conflict(int64_t j, const Record& old, int kind, int64_t r) {
         found.push_back(Found{old.op, kind, old.row, int32_t(r)});
-        direct_stamp[size_t(old.op)] = j;
         int64_t d = j - 1 - old.op;
-        if (d < P.window) set_reach(reach.data(), old.op, d);
+        if (d < P.window) {
+            direct_stamp[size_t(old.op % P.window)] = j;
+            set_reach(reach.data(), old.op, d);
+        }
     }
 
     bool step(int64_t j) {
@@ -509,11 +574,11 @@ private:
         std::fill(reach.begin(), reach.end(), 0);
         const int64_t W = P.window;
         for (int64_t r = R.op_starts[j]; r < R.op_starts[j + 1]; ++r) {
-            Memory& st = mem[size_t(R.group[r])];
-            int64_t low = R.low[r], high = R.high[r];
-            bool dense = R.dense[r];
-            const Box box = box_of(R.offset[r], R.ndim[r], R.shape.data() + R.dims_start[r],
-                                   R.stride.data() + R.dims_start[r], st.levels);
+            Memory& st = mem[size_t(R.group(r))];
+            int64_t low = R.low(r), high = R.high(r);
+            bool dense = R.dense(r);
+            const Box box = box_of(R.offset(r), R.ndim(r), R.shape_of(r), R.stride_of(r),
+                                   st.levels);
             if (R.mode[r] == READ) {
                 bool skip_raw = P.prune & (1 << RAW);
                 st.writes.query(low, high, box, cand);
@@ -524,7 +589,7 @@ private:
                     if (!meets(old, r, dense, hit)) return false;
                     if (hit) conflict(j, old, RAW, r);
                 }
-                pending.push_back(Pending{R.group[r], int32_t(r), true, box});
+                pending.push_back(Pending{R.group(r), int32_t(r), true, box});
                 continue;
             }
             for (int which = 0; which < 2; ++which) {
@@ -618,7 +683,7 @@ private:
                     }
                 }
             }
-            pending.push_back(Pending{R.group[r], int32_t(r), false, box});
+            pending.push_back(Pending{R.group(r), int32_t(r), false, box});
         }
         uint64_t* mine = ancestors(j);
         if (P.prune) {
@@ -634,7 +699,7 @@ private:
         for (const Pending& pd : pending) {
             Memory& st = mem[size_t(pd.group)];
             int64_t r = pd.row;
-            Record rec{int32_t(j), int32_t(r), R.low[r], R.high[r], bool(R.dense[r]), false, true,
+            Record rec{int32_t(j), int32_t(r), R.low(r), R.high(r), R.dense(r), false, true,
                        -1, pd.box};
             if (pd.is_read && rec.dense) {
                 std::pair<int64_t, int64_t> key{rec.low, rec.high};
@@ -657,18 +722,20 @@ private:
         }
         if (!found.empty()) {
             // pieces of one cut record meet the same access once each: keep the first
-            size_t start = edges.size();
+            kept.clear();
             for (const Found& f : found) {
                 bool dup = false;
-                for (size_t e = start; e < edges.size(); ++e) {
-                    const Edge& x = edges[e];
-                    if (x.src == f.op && x.kind == f.kind && x.src_row == f.src_row &&
+                for (const Found& x : kept) {
+                    if (x.op == f.op && x.kind == f.kind && x.src_row == f.src_row &&
                         x.dst_row == f.dst_row) {
                         dup = true;
                         break;
                     }
                 }
-                if (!dup) edges.push_back(Edge{f.op, int32_t(j), f.kind, f.src_row, f.dst_row});
+                if (!dup) {
+                    kept.push_back(f);
+                    edges.push_back(Edge{f.op, int32_t(j), f.kind, f.src_row, f.dst_row});
+                }
             }
         }
         return true;

@@ -1,7 +1,7 @@
 // aliasflow.analysis._walker: the CPython boundary of the compiled dependency walk.
 //
 // Two entry points, both returning the edges as packed int32 rows
-// (src op, dst op, kind, src row, dst row):
+// (src op, dst op, kind, src row, dst row) in an EdgeBuffer (a read-only buffer):
 //
 //   walk_ops(ops, view_type, place, intersects, covers, progress, params)
 //       lowers the ops itself (reading each view's offset/shape/stride/extent once), asks
@@ -154,17 +154,59 @@ bool check_callable(PyObject* o, const char* what, bool none_ok = false) {
     return false;
 }
 
-PyObject* pack_edges(const std::vector<afw::Edge>& edges) {
-    static_assert(sizeof(afw::Edge) == 5 * sizeof(int32_t), "packed edges");
-    return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(edges.data()),
-                                     Py_ssize_t(edges.size() * sizeof(afw::Edge)));
+// The edges as Python sees them: the walk's own array behind the buffer protocol (numpy
+// reads it with frombuffer, read-only), freed with the object. No copy, so handing the edges
+// over holds them once. Made only here: the type has no constructor.
+struct EdgeBuffer {
+    PyObject_HEAD
+    afw::Edge* data;
+    Py_ssize_t bytes;
+};
+
+int edge_buffer_get(PyObject* self, Py_buffer* view, int flags) {
+    auto* e = reinterpret_cast<EdgeBuffer*>(self);
+    static char empty[1];
+    return PyBuffer_FillInfo(view, self, e->data ? static_cast<void*>(e->data) : empty, e->bytes,
+                             1, flags);
 }
 
-// Walk `rows` without the GIL; edges into a bytes object, or nullptr with an error set.
+void edge_buffer_dealloc(PyObject* self) {
+    PyTypeObject* type = Py_TYPE(self);
+    std::free(reinterpret_cast<EdgeBuffer*>(self)->data);
+    type->tp_free(self);
+    Py_DECREF(type);  // instances of a heap type hold a reference to it
+}
+
+PyType_Slot edge_buffer_slots[] = {
+    {Py_bf_getbuffer, reinterpret_cast<void*>(edge_buffer_get)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(edge_buffer_dealloc)},
+    {Py_tp_doc, const_cast<char*>("The compiled walk's edges as int32 rows (numpy.frombuffer reads them).")},
+    {0, nullptr}};
+PyType_Spec edge_buffer_spec = {"aliasflow.analysis._walker.EdgeBuffer", sizeof(EdgeBuffer), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                edge_buffer_slots};
+PyTypeObject* EdgeBufferType = nullptr;  // made at import (a heap type: no constructor)
+
+PyObject* pack_edges(afw::EdgeList& edges) {
+    static_assert(sizeof(afw::Edge) == 5 * sizeof(int32_t), "packed edges");
+    EdgeBuffer* out = PyObject_New(EdgeBuffer, EdgeBufferType);
+    if (!out) return nullptr;
+    size_t n;
+    out->data = edges.release(n);
+    out->bytes = Py_ssize_t(n * sizeof(afw::Edge));
+    return reinterpret_cast<PyObject*>(out);
+}
+
+PyObject* int32_bytes(const std::vector<int32_t>& v) {
+    return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(v.data()),
+                                     Py_ssize_t(v.size() * sizeof(int32_t)));
+}
+
+// Walk `rows` without the GIL; the edges (an EdgeBuffer), or nullptr with an error set.
 // The rows are freed before the edges are packed (the two would add up at the peak).
 PyObject* run_walk(afw::Rows& rows, int64_t n_ops, int64_t n_groups, const afw::Params& p,
-                   PyCallbacks& cb) {
-    std::vector<afw::Edge> edges;
+                   PyCallbacks& cb, std::vector<int32_t>* row_entry = nullptr) {
+    afw::EdgeList edges;
     bool ok;
     {
         afw::Walker w(rows, n_ops, n_groups, p, cb);
@@ -174,10 +216,14 @@ PyObject* run_walk(afw::Rows& rows, int64_t n_ops, int64_t n_groups, const afw::
         } catch (std::bad_alloc&) {
             PyEval_RestoreThread(cb.ts);
             return PyErr_NoMemory();
+        } catch (std::length_error&) {
+            PyEval_RestoreThread(cb.ts);
+            return PyErr_NoMemory();
         }
         PyEval_RestoreThread(cb.ts);
         edges.swap(w.edges);
     }
+    if (row_entry) row_entry->swap(rows.view);
     rows = afw::Rows();
     if (!ok) return nullptr;
     return pack_edges(edges);
@@ -189,28 +235,20 @@ struct Names {
 };
 Names names;
 
-struct ViewRef { int32_t op, tensor; int8_t mode; int32_t pos; PyObject* view; };
+// A view read once: its entry in the rows' per-view arrays, or -1 when it is empty (extent
+// None: no row). Its cells are its tensor's elements until the groups are placed.
+constexpr int32_t EMPTY = -1;
 
-// One view as lowered (in its tensor's elements; shifted into its group's cells later). Its
-// dims are appended to the rows' shape/stride once, and every row of the view points there.
-struct ViewInfo {
-    int32_t tensor;
-    bool empty, dense;
-    int64_t low, high, offset, dims_start;
-    int8_t ndim;
-};
-
-// Reads one view's fields.  1 ok, 0 fall back, -1 error.  Empty views (extent None) make
-// no row.
-int read_view(PyObject* v, afw::Rows& rows, ViewInfo& info) {
+// Reads one view's fields into a new per-view entry of `rows` (`id`, or EMPTY).  1 ok,
+// 0 fall back, -1 error.
+int read_view(PyObject* v, afw::Rows& rows, int32_t& id) {
     PyObject* ext = PyObject_GetAttr(v, names.extent);
     if (!ext) return -1;
     if (ext == Py_None) {
         Py_DECREF(ext);
-        info.empty = true;
+        id = EMPTY;
         return 1;
     }
-    info.empty = false;
     PyObject* off = PyObject_GetAttr(v, names.offset);
     PyObject* shape = PyObject_GetAttr(v, names.shape);
     PyObject* stride = PyObject_GetAttr(v, names.stride);
@@ -260,12 +298,13 @@ int read_view(PyObject* v, afw::Rows& rows, ViewInfo& info) {
                         }
                         expected *= dims[t].n;
                     }
-                    info.low = lo;
-                    info.high = hi;
-                    info.offset = o;
-                    info.dense = dense;
-                    info.dims_start = int64_t(base);
-                    info.ndim = int8_t(n);
+                    id = int32_t(rows.v_low.size());
+                    rows.v_low.push_back(lo);
+                    rows.v_high.push_back(hi);
+                    rows.v_offset.push_back(o);
+                    rows.v_dense.push_back(dense);
+                    rows.v_dims_start.push_back(int64_t(base));
+                    rows.v_ndim.push_back(int8_t(n));
                 } else {
                     rows.shape.resize(base);
                     rows.stride.resize(base);
@@ -290,7 +329,21 @@ PyObject* as_tuple(PyObject* o) {
     return nullptr;  // not a list: fall back (no error set)
 }
 
-PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+// A new reference, released when it goes out of scope (every early return below).
+struct Ref {
+    PyObject* p;
+    explicit Ref(PyObject* o) : p(o) {}
+    Ref(const Ref&) = delete;
+    Ref& operator=(const Ref&) = delete;
+    ~Ref() { Py_XDECREF(p); }
+    PyObject* release() {
+        PyObject* o = p;
+        p = nullptr;
+        return o;
+    }
+};
+
+PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     if (nargs != 7) {
         PyErr_Format(PyExc_TypeError, "walk_ops takes 7 arguments, got %zd", nargs);
         return nullptr;
@@ -318,64 +371,56 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     Py_ssize_t n_ops = PyTuple_GET_SIZE(ops);
     if (n_ops >= INT32_MAX / 2) Py_RETURN_NONE;
 
+    // What the graph keeps of the ops as walked: every view in order (inputs, then outputs,
+    // op by op) with where each op's lists start (run() checks the ops still have them), and
+    // each row's view entry with the view object of each entry (Dependency records).
+    Ref snapshot(PyList_New(0)), by_entry(PyList_New(0)), tlist(PyList_New(0));
+    if (!snapshot.p || !by_entry.p || !tlist.p) return nullptr;
+    std::vector<int32_t> vstart;  // 2 n_ops + 1 positions in the snapshot
+    vstart.reserve(size_t(2 * n_ops + 1));
     afw::Rows rows;
-    std::vector<int32_t> row_tensor, row_pos;
-    std::vector<ViewInfo> views;                       // each distinct view, read once
-    std::unordered_map<PyObject*, int32_t> view_cache;  // view -> its entry (views alive:
-                                                        // the snapshot holds them)
-    auto push_row = [&](const ViewInfo& info, int32_t op, int8_t mode, int32_t pos) {
-        if (info.empty) return;
-        rows.op.push_back(op);
-        rows.mode.push_back(mode);
-        rows.low.push_back(info.low);
-        rows.high.push_back(info.high);
-        rows.offset.push_back(info.offset);
-        rows.dense.push_back(info.dense);
-        rows.dims_start.push_back(info.dims_start);
-        rows.ndim.push_back(info.ndim);
-        row_tensor.push_back(info.tensor);
-        row_pos.push_back(pos);
-    };
+    // about three accesses per op: little slack, and no doubling on the way for most programs
+    rows.op.reserve(size_t(3 * n_ops));
+    rows.view.reserve(size_t(3 * n_ops));
+    rows.mode.reserve(size_t(3 * n_ops));
+    rows.op_starts.reserve(size_t(n_ops + 1));
+    std::vector<int32_t> view_tensor;  // view entry -> its tensor (until placed)
+    std::unordered_map<PyObject*, int32_t> view_cache;  // view -> its entry or EMPTY (views
+                                                        // alive: the snapshot holds them)
+    view_cache.reserve(size_t(n_ops));  // about a view per op: no rehash on the way
     std::vector<PyObject*> tensor_of;  // owned by `tlist`
     std::unordered_map<PyObject*, int32_t> tensor_index;
-    // what the graph keeps of the ops as walked: every view in order (inputs, then outputs,
-    // op by op) and where each op's lists start; Dependency records find their views here
-    PyObject* snapshot = PyList_New(0);
-    if (!snapshot) return nullptr;
-    std::vector<int32_t> vstart;
-    vstart.reserve(size_t(2 * n_ops + 1));
-    PyObject* tlist = PyList_New(0);
-    if (!tlist) {
-        Py_DECREF(snapshot);
-        return nullptr;
-    }
-    view_cache.reserve(size_t(n_ops));  // about a view per op: no rehash on the way
+    auto push_row = [&](int32_t id, int32_t op, int8_t mode) {
+        if (id == EMPTY) return;
+        rows.op.push_back(op);
+        rows.mode.push_back(mode);
+        rows.view.push_back(id);
+    };
     int status = 1;  // 1 ok, 0 fall back, -1 error
     PyObject* seen[16];
     for (Py_ssize_t j = 0; j < n_ops && status == 1; ++j) {
         PyObject* op = PyTuple_GET_ITEM(ops, j);
-        rows.op_starts.push_back(rows.size());
-        PyObject* lists[2] = {PyObject_GetAttr(op, names.input_views),
-                              PyObject_GetAttr(op, names.output_views)};
-        PyObject* tup[2] = {nullptr, nullptr};
-        if (!lists[0] || !lists[1]) status = -1;
-        for (int m = 0; m < 2 && status == 1; ++m) {
-            tup[m] = as_tuple(lists[m]);
-            if (!tup[m]) status = PyErr_Occurred() ? -1 : 0;
+        rows.op_starts.push_back(int32_t(rows.size()));
+        Ref lists[2] = {Ref(PyObject_GetAttr(op, names.input_views)),
+                        Ref(PyObject_GetAttr(op, names.output_views))};
+        if (!lists[0].p || !lists[1].p) return nullptr;
+        Ref tup[2] = {Ref(as_tuple(lists[0].p)), Ref(nullptr)};
+        if (tup[0].p) tup[1].p = as_tuple(lists[1].p);
+        if (!tup[0].p || !tup[1].p) {
+            if (PyErr_Occurred()) return nullptr;
+            Py_RETURN_NONE;
         }
-        Py_XDECREF(lists[0]);
-        Py_XDECREF(lists[1]);
-        for (int m = 0; m < 2 && status == 1; ++m) {
-            vstart.push_back(int32_t(PyList_GET_SIZE(snapshot)));
-            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(tup[m]) && status == 1; ++k)
-                if (PyList_Append(snapshot, PyTuple_GET_ITEM(tup[m], k)) < 0) status = -1;
-            if (PyList_GET_SIZE(snapshot) >= INT32_MAX / 2) status = 0;
+        for (int m = 0; m < 2; ++m) {
+            vstart.push_back(int32_t(PyList_GET_SIZE(snapshot.p)));
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(tup[m].p); ++k)
+                if (PyList_Append(snapshot.p, PyTuple_GET_ITEM(tup[m].p, k)) < 0) return nullptr;
+            if (PyList_GET_SIZE(snapshot.p) >= INT32_MAX / 2) Py_RETURN_NONE;
         }
         for (int m = 0; m < 2 && status == 1; ++m) {
-            Py_ssize_t nv = PyTuple_GET_SIZE(tup[m]);
+            Py_ssize_t nv = PyTuple_GET_SIZE(tup[m].p);
             std::unordered_map<PyObject*, int> many;  // only for long lists
             for (Py_ssize_t k = 0; k < nv && status == 1; ++k) {
-                PyObject* v = PyTuple_GET_ITEM(tup[m], k);
+                PyObject* v = PyTuple_GET_ITEM(tup[m].p, k);
                 // an op reading one view object twice reads it once (lower.unique_views)
                 bool dup = false;
                 if (nv <= 16) {
@@ -389,69 +434,55 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                 // a view seen before (programs reuse views a lot) is read once
                 auto cached = view_cache.find(v);
                 if (cached != view_cache.end()) {
-                    push_row(views[size_t(cached->second)], int32_t(j), int8_t(m), int32_t(k));
+                    push_row(cached->second, int32_t(j), int8_t(m));
                     continue;
                 }
                 if (Py_TYPE(v) != (PyTypeObject*)view_type) {
                     status = 0;
                     break;
                 }
-                PyObject* t = PyObject_GetAttr(v, names.tensor);
-                PyObject* vd = t ? PyObject_GetAttr(v, names.dtype) : nullptr;
-                PyObject* td = vd ? PyObject_GetAttr(t, names.dtype) : nullptr;
-                if (!td) status = -1;
-                else if (vd != td) status = 0;  // a reinterpreting view: Python lowers
-                int32_t ti = -1;
-                if (status == 1) {
-                    auto it = tensor_index.find(t);
-                    if (it == tensor_index.end()) {
-                        ti = int32_t(tensor_of.size());
-                        if (PyList_Append(tlist, t) < 0) {
-                            status = -1;
-                        } else {
-                            tensor_index.emplace(t, ti);
-                            tensor_of.push_back(t);
-                        }
-                    } else {
-                        ti = it->second;
-                    }
+                Ref t(PyObject_GetAttr(v, names.tensor));
+                Ref vd(t.p ? PyObject_GetAttr(v, names.dtype) : nullptr);
+                Ref td(vd.p ? PyObject_GetAttr(t.p, names.dtype) : nullptr);
+                if (!td.p) return nullptr;
+                if (vd.p != td.p) {  // a reinterpreting view: Python lowers
+                    status = 0;
+                    break;
                 }
-                Py_XDECREF(t);
-                Py_XDECREF(vd);
-                Py_XDECREF(td);
+                int32_t ti;
+                auto it = tensor_index.find(t.p);
+                if (it == tensor_index.end()) {
+                    ti = int32_t(tensor_of.size());
+                    if (PyList_Append(tlist.p, t.p) < 0) return nullptr;
+                    tensor_index.emplace(t.p, ti);
+                    tensor_of.push_back(t.p);
+                } else {
+                    ti = it->second;
+                }
+                int32_t id;
+                status = read_view(v, rows, id);
                 if (status != 1) break;
-                ViewInfo info;
-                info.tensor = ti;
-                status = read_view(v, rows, info);
-                if (status != 1) break;
-                view_cache.emplace(v, int32_t(views.size()));
-                views.push_back(info);
-                push_row(info, int32_t(j), int8_t(m), int32_t(k));
+                if (id != EMPTY) {
+                    view_tensor.push_back(ti);
+                    if (PyList_Append(by_entry.p, v) < 0) return nullptr;
+                }
+                view_cache.emplace(v, id);
+                push_row(id, int32_t(j), int8_t(m));
             }
         }
-        Py_XDECREF(tup[0]);
-        Py_XDECREF(tup[1]);
     }
-    if (status == 1 && rows.size() >= INT32_MAX / 4) status = 0;
-    if (status != 1) {
-        Py_DECREF(snapshot);
-        Py_DECREF(tlist);
-        if (status < 0) return nullptr;
-        Py_RETURN_NONE;
-    }
-    rows.op_starts.push_back(rows.size());
+    if (status < 0) return nullptr;
+    if (status == 0 || rows.size() >= INT32_MAX / 4) Py_RETURN_NONE;
+    rows.op_starts.push_back(int32_t(rows.size()));
+    vstart.push_back(int32_t(PyList_GET_SIZE(snapshot.p)));
     // place(tensors) -> (groups, shifts) or None
-    PyObject* placed = PyObject_CallOneArg(place, tlist);
-    Py_DECREF(tlist);
-    if (!placed) {
-        Py_DECREF(snapshot);
-        return nullptr;
-    }
+    Ref placed(PyObject_CallOneArg(place, tlist.p));
+    if (!placed.p) return nullptr;
     std::vector<int64_t> group(tensor_of.size()), shift(tensor_of.size());
     int64_t n_groups = 0;
     status = 0;
-    if (PyTuple_CheckExact(placed) && PyTuple_GET_SIZE(placed) == 2) {
-        PyObject *g = PyTuple_GET_ITEM(placed, 0), *s = PyTuple_GET_ITEM(placed, 1);
+    if (PyTuple_CheckExact(placed.p) && PyTuple_GET_SIZE(placed.p) == 2) {
+        PyObject *g = PyTuple_GET_ITEM(placed.p, 0), *s = PyTuple_GET_ITEM(placed.p, 1);
         Py_ssize_t nt = Py_ssize_t(tensor_of.size());
         if (PyTuple_CheckExact(g) && PyTuple_CheckExact(s) && PyTuple_GET_SIZE(g) == nt &&
             PyTuple_GET_SIZE(s) == nt) {
@@ -466,50 +497,35 @@ PyObject* py_walk_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
             }
         }
     }
-    Py_DECREF(placed);
-    if (status != 1) {
-        Py_DECREF(snapshot);
-        if (status < 0) return nullptr;
-        Py_RETURN_NONE;
-    }
-    // shift rows into their group's cells; every value stays within 2^62
-    rows.group.resize(rows.op.size());
-    for (size_t r = 0; r < rows.op.size(); ++r) {
-        int64_t d = shift[size_t(row_tensor[r])];
-        rows.group[r] = int32_t(group[size_t(row_tensor[r])]);
-        rows.low[r] += d;
-        rows.high[r] += d;
-        rows.offset[r] += d;
-        if (rows.low[r] > LIM || rows.high[r] > LIM || rows.offset[r] > LIM) {
-            Py_DECREF(snapshot);
+    if (status < 0) return nullptr;
+    if (status == 0) Py_RETURN_NONE;
+    // shift views into their group's cells; every value stays within 2^62
+    size_t n_views = rows.v_low.size();
+    rows.v_group.resize(n_views);
+    for (size_t v = 0; v < n_views; ++v) {
+        int64_t d = shift[size_t(view_tensor[v])];
+        rows.v_group[v] = int32_t(group[size_t(view_tensor[v])]);
+        rows.v_low[v] += d;
+        rows.v_high[v] += d;
+        rows.v_offset[v] += d;
+        if (rows.v_low[v] > LIM || rows.v_high[v] > LIM || rows.v_offset[v] > LIM)
             Py_RETURN_NONE;
-        }
     }
-    // row -> position of its view in the snapshot; then where each op's lists start
-    Py_ssize_t n_rows = Py_ssize_t(rows.op.size());
-    vstart.push_back(int32_t(PyList_GET_SIZE(snapshot)));
-    PyObject* meta_b = PyBytes_FromStringAndSize(
-        nullptr, Py_ssize_t((size_t(n_rows) + vstart.size()) * sizeof(int32_t)));
-    if (!meta_b) {
-        Py_DECREF(snapshot);
-        return nullptr;
-    }
-    int32_t* meta = reinterpret_cast<int32_t*>(PyBytes_AS_STRING(meta_b));
-    for (Py_ssize_t r = 0; r < n_rows; ++r)
-        meta[r] = vstart[size_t(2 * rows.op[size_t(r)] + rows.mode[size_t(r)])] + row_pos[size_t(r)];
-    std::copy(vstart.begin(), vstart.end(), meta + n_rows);
-    // what only the lowering needed goes before the walk; the rows go before the packing
-    std::vector<int32_t>().swap(row_pos);
-    std::vector<int32_t>().swap(row_tensor);
+    Ref starts(int32_bytes(vstart));
+    if (!starts.p) return nullptr;
+    // what only the lowering needed goes before the walk
     std::vector<int32_t>().swap(vstart);
+    std::vector<int32_t>().swap(view_tensor);
+    std::unordered_map<PyObject*, int32_t>().swap(view_cache);
+    std::unordered_map<PyObject*, int32_t>().swap(tensor_index);
+    std::vector<PyObject*>().swap(tensor_of);
     rows.shrink();
-    PyObject* edges = run_walk(rows, n_ops, n_groups, p, cb);
-    if (!edges) {
-        Py_DECREF(meta_b);
-        Py_DECREF(snapshot);
-        return nullptr;
-    }
-    return Py_BuildValue("(NNNn)", edges, meta_b, snapshot, n_rows);
+    std::vector<int32_t> row_entry;  // the walk frees the rows; their view entries are kept
+    Ref edges(run_walk(rows, n_ops, n_groups, p, cb, &row_entry));
+    if (!edges.p) return nullptr;
+    Ref entries(int32_bytes(row_entry));
+    if (!entries.p) return nullptr;
+    return PyTuple_Pack(5, edges.p, entries.p, by_entry.p, snapshot.p, starts.p);
 }
 
 // ---------------------------------------------------------------- walk_table
@@ -540,7 +556,7 @@ PyObject* bad(const char* what, int64_t r) {
     return nullptr;
 }
 
-PyObject* py_walk_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+PyObject* walk_table_impl(PyObject* const* args, Py_ssize_t nargs) {
     if (nargs != 7) {
         PyErr_Format(PyExc_TypeError, "walk_table takes 7 arguments, got %zd", nargs);
         return nullptr;
@@ -578,7 +594,8 @@ PyObject* py_walk_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         !column(cols, 9, "stride", Py_ssize_t(shape.size()), stride))
         return nullptr;
     afw::Rows rows;
-    rows.dims_start.assign(ds.begin(), ds.end() - 1);
+    // every row is its own view here (a table lowered in Python)
+    rows.v_dims_start.assign(ds.begin(), ds.end() - 1);
     rows.shape = shape;
     rows.stride = stride;
     if (ds[0] != 0 || ds[size_t(n)] != int64_t(shape.size())) return bad("dims_start", 0);
@@ -587,7 +604,7 @@ PyObject* py_walk_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     for (Py_ssize_t r = 0; r < n; ++r) {
         if (op[r] < prev || op[r] >= n_ops) return bad("op (not in order or out of range)", r);
         while (prev < op[r]) {
-            rows.op_starts.push_back(r);
+            rows.op_starts.push_back(int32_t(r));
             ++prev;
         }
         if (mode[r] != 0 && mode[r] != 1) return bad("mode", r);
@@ -602,26 +619,42 @@ PyObject* py_walk_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                 return bad("shape or stride", r);
         rows.op.push_back(int32_t(op[r]));
         rows.mode.push_back(int8_t(mode[r]));
-        rows.group.push_back(int32_t(group[r]));
-        rows.dense.push_back(uint8_t(dense[r]));
-        rows.ndim.push_back(int8_t(ds[r + 1] - ds[r]));
+        rows.view.push_back(int32_t(r));
+        rows.v_group.push_back(int32_t(group[r]));
+        rows.v_dense.push_back(uint8_t(dense[r]));
+        rows.v_ndim.push_back(int8_t(ds[r + 1] - ds[r]));
     }
     while (prev < n_ops) {
-        rows.op_starts.push_back(n);
+        rows.op_starts.push_back(int32_t(n));
         ++prev;
     }
-    rows.low = low;
-    rows.high = high;
-    rows.offset = offset;
+    rows.v_low = low;
+    rows.v_high = high;
+    rows.v_offset = offset;
     return run_walk(rows, n_ops, n_groups, p, cb);
 }
 
+// Out of memory anywhere (the lowering's vectors, the walk) is a MemoryError, never an
+// exception crossing into C.  Objects held at that moment leak; the process lives on.
+template <PyObject* (*impl)(PyObject* const*, Py_ssize_t)>
+PyObject* guarded(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    try {
+        return impl(args, nargs);
+    } catch (std::bad_alloc&) {
+        return PyErr_NoMemory();
+    } catch (std::length_error&) {
+        return PyErr_NoMemory();
+    }
+}
+
 PyMethodDef methods[] = {
-    {"walk_ops", (PyCFunction)(void (*)(void))py_walk_ops, METH_FASTCALL,
+    {"walk_ops", (PyCFunction)(void (*)(void))guarded<walk_ops_impl>, METH_FASTCALL,
      "walk_ops(ops, view_type, place, intersects, covers, progress, params) -> "
-     "(edges, meta, views, n_rows) or None (use walk_table): meta holds each row's "
-     "position in views, then where each op's inputs and outputs start there."},
-    {"walk_table", (PyCFunction)(void (*)(void))py_walk_table, METH_FASTCALL,
+     "(edges, row_entries, entry_views, views, starts) or None (use walk_table): "
+     "row_entries (int32 bytes) gives each row's view as a position in entry_views; views "
+     "lists every op's inputs then outputs, op by op, and starts (int32 bytes, 2 n + 1) "
+     "where each op's lists start there."},
+    {"walk_table", (PyCFunction)(void (*)(void))guarded<walk_table_impl>, METH_FASTCALL,
      "walk_table(n_ops, n_groups, columns, intersects, covers, progress, params) -> edges."},
     {nullptr, nullptr, 0, nullptr}};
 
@@ -640,5 +673,7 @@ PyMODINIT_FUNC PyInit__walker(void) {
         *slots[k] = PyUnicode_InternFromString(keys[k]);
         if (!*slots[k]) return nullptr;
     }
+    EdgeBufferType = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&edge_buffer_spec));
+    if (!EdgeBufferType) return nullptr;
     return PyModule_Create(&module);
 }
