@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ..core.errors import AliasflowError
+from ..solver.native import load
 
 
 def _cost(name: str, value) -> float:
@@ -23,6 +24,11 @@ def _cost(name: str, value) -> float:
     if math.isnan(weight):
         raise AliasflowError(f"cost of op {name!r} is NaN")
     return weight
+
+
+#: The compiled check of OpViews.mismatch's common case (``aliasflow.analysis._walker``), or
+#: None (the Python loops below decide alone). Tests swap it.
+_same_views = getattr(load(__package__ + "._walker"), "same_views", None)
 
 
 class OpViews:
@@ -48,6 +54,9 @@ class OpViews:
 
     def mismatch(self, ops) -> str | None:
         """Why ``ops`` (same names, same length) are not these ops, or None."""
+        if _same_views is not None and _same_views(
+                tuple(ops), self.ops, self.views, np.ascontiguousarray(self.starts, np.int64)):
+            return None  # the common case, in compiled code; else the loops below say why
         if all(map(operator.is_, ops, self.ops)):
             now = OpViews.of(ops)  # the common case: compared in bulk
             if len(now.views) == len(self.views) and np.array_equal(now.starts, self.starts) \

@@ -14,6 +14,7 @@ from operator import attrgetter
 import numpy as np
 
 from ..core.errors import AliasflowError, ExecutionError
+from ..solver.native import load
 from ..core.operations import (BinaryOperation, FillOperation, Operation, ReduceOperation,
                                TransformOperation)
 
@@ -113,8 +114,8 @@ def check_op(op: Operation) -> None:
 
 
 _VIEW_KEY = attrgetter("shape", "stride", "dtype", "tensor")
-_PLAIN_NUMBERS = {int, float, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
-                  np.int64, np.uint8, np.uint16, np.uint32, np.uint64}
+_PLAIN_NUMBERS = frozenset({int, float, np.float16, np.float32, np.float64, np.int8, np.int16,
+                            np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
 
 
 def _signature(op: Operation):
@@ -135,32 +136,49 @@ def _signature(op: Operation):
             tuple(map(_VIEW_KEY, op.input_views)), tuple(map(_VIEW_KEY, op.output_views)))
 
 
+def signature_groups(ops) -> list[int]:
+    """For each op, the position of the first op with its :func:`_signature`, or -1 when it
+    must be checked alone (the readable reference of the compiled ``signature_groups``)."""
+    first: dict = {}
+    groups = []
+    for k, op in enumerate(ops):
+        try:
+            key = _signature(op)
+            groups.append(-1 if key is None else first.setdefault(key, k))
+        except Exception:  # noqa: BLE001 - an attribute check_op reports better: check alone
+            groups.append(-1)
+    return groups
+
+
+#: The compiled twin of :func:`signature_groups` (``aliasflow.execution._ready``), or None.
+#: Tests swap it.
+compiled_groups = getattr(load(__package__ + "._ready"), "signature_groups", None)
+
+
 def check_all(ops: list[Operation]) -> bytes:
     """Check every op; refuse the first (in program order) that cannot run.
 
     Ops with the same signature (kind, kernel and view layouts: a trace repeats a few of
-    them many times) are checked once. Returns, for the parallel runner, one byte per op:
-    1 for a light op (:func:`aliasflow.execution.ready.is_light`), else 0.
+    them many times) are checked once: the first of each group, in program order, so the
+    first op refused is the first that cannot run. Returns, for the parallel runner, one
+    byte per op: 1 for a light op (:func:`aliasflow.execution.ready.is_light`), else 0.
     """
     from .ready import is_light  # ready imports core only; deferred to keep checks leaf-like
 
-    passed: dict = {}  # signature -> light flag
-    light = bytearray(len(ops))
-    for k, op in enumerate(ops):
-        try:
-            key = _signature(op)
-        except Exception:  # noqa: BLE001 - an attribute check_op reports better: check alone
-            key = None
-        if key is not None:
-            flag = passed.get(key)
-            if flag is not None:
-                light[k] = flag
-                continue
+    n = len(ops)
+    if compiled_groups is not None:
+        group = np.frombuffer(compiled_groups(tuple(ops), FillOperation, _PLAIN_NUMBERS),
+                              np.int32)
+    else:
+        group = np.array(signature_groups(ops), np.int32).reshape(n)
+    position = np.arange(n, dtype=np.int32)
+    flags = np.zeros(n, np.uint8)
+    for k in np.flatnonzero((group < 0) | (group == position)).tolist():
+        op = ops[k]
         try:
             check_op(op)
         except AliasflowError as exc:
             raise OpRefused(op.name, str(exc)) from None
-        light[k] = flag = is_light(op)
-        if key is not None:
-            passed[key] = flag
-    return bytes(light)
+        flags[k] = is_light(op)
+    # every other op is like the first op of its group
+    return flags[np.where(group < 0, position, group)].tobytes()

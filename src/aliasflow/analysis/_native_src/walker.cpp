@@ -20,6 +20,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstring>
 #include <unordered_map>
 
 #include "walk.hpp"
@@ -634,6 +635,73 @@ PyObject* walk_table_impl(PyObject* const* args, Py_ssize_t nargs) {
     return run_walk(rows, n_ops, n_groups, p, cb);
 }
 
+// ---------------------------------------------------------------- same_views
+// same_views(ops, old_ops, views, starts) -> bool: True when ops is old_ops item by item
+// (identity) and every op k's input_views, then output_views, are item by item (identity)
+// views[starts[2k]:starts[2k+1]] and views[starts[2k+1]:starts[2k+2]] (OpViews.mismatch's
+// common case; False sends it to the Python loop that says what differs). starts: a
+// contiguous 1-d int64 buffer of 2 len(ops) + 1 entries.
+PyObject* same_views(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "same_views takes 4 arguments, got %zd", nargs);
+        return nullptr;
+    }
+    PyObject *ops = args[0], *old_ops = args[1];
+    if (!PyTuple_CheckExact(ops) || !PyTuple_CheckExact(old_ops)) {
+        PyErr_SetString(PyExc_TypeError, "ops and old_ops must be tuples");
+        return nullptr;
+    }
+    // a tuple of our own: attribute reads below run Python code, which cannot change it
+    Ref views(PySequence_Tuple(args[2]));
+    if (!views.p) return nullptr;
+    Py_buffer buf;
+    if (PyObject_GetBuffer(args[3], &buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return nullptr;
+    const char* fmt = buf.format ? buf.format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@') ++fmt;
+    bool ok_format = buf.itemsize == 8 && buf.ndim == 1 && (std::strcmp(fmt, "q") == 0 ||
+                                                            std::strcmp(fmt, "l") == 0);
+    Py_ssize_t n = PyTuple_GET_SIZE(ops);
+    if (!ok_format || buf.len / 8 != 2 * n + 1) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "starts must be 2 len(ops) + 1 int64s");
+        return nullptr;
+    }
+    std::vector<int64_t> starts(size_t(2 * n + 1));
+    std::memcpy(starts.data(), buf.buf, starts.size() * sizeof(int64_t));
+    PyBuffer_Release(&buf);
+    Py_ssize_t n_views = PyTuple_GET_SIZE(views.p);
+    bool same = PyTuple_GET_SIZE(old_ops) == n && starts[0] == 0 &&
+                starts[size_t(2 * n)] == n_views;
+    for (Py_ssize_t k = 0; k < n && same; ++k) {
+        PyObject* op = PyTuple_GET_ITEM(ops, k);
+        if (op != PyTuple_GET_ITEM(old_ops, k)) {
+            same = false;
+            break;
+        }
+        for (int m = 0; m < 2 && same; ++m) {
+            Ref list(PyObject_GetAttr(op, m ? names.output_views : names.input_views));
+            if (!list.p) return nullptr;
+            if (!PyList_CheckExact(list.p) && !PyTuple_CheckExact(list.p)) {
+                same = false;
+                break;
+            }
+            int64_t a = starts[size_t(2 * k + m)], b = starts[size_t(2 * k + m + 1)];
+            Py_ssize_t len = PySequence_Fast_GET_SIZE(list.p);
+            if (a < 0 || b < a || b > n_views || b - a != len) {
+                same = false;
+                break;
+            }
+            PyObject** items = PySequence_Fast_ITEMS(list.p);  // no Python code runs below
+            for (Py_ssize_t i = 0; i < len; ++i)
+                if (items[i] != PyTuple_GET_ITEM(views.p, a + i)) {
+                    same = false;
+                    break;
+                }
+        }
+    }
+    return PyBool_FromLong(same);
+}
+
 // Out of memory anywhere (the lowering's vectors, the walk) is a MemoryError, never an
 // exception crossing into C.  Objects held at that moment leak; the process lives on.
 template <PyObject* (*impl)(PyObject* const*, Py_ssize_t)>
@@ -656,6 +724,9 @@ PyMethodDef methods[] = {
      "where each op's lists start there."},
     {"walk_table", (PyCFunction)(void (*)(void))guarded<walk_table_impl>, METH_FASTCALL,
      "walk_table(n_ops, n_groups, columns, intersects, covers, progress, params) -> edges."},
+    {"same_views", (PyCFunction)(void (*)(void))same_views, METH_FASTCALL,
+     "same_views(ops, old_ops, views, starts) -> whether ops are old_ops with the same view "
+     "objects in their lists (aliasflow.analysis.schedule.OpViews)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.analysis._walker",
