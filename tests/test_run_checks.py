@@ -47,6 +47,12 @@ def repeated_programs(draw):
         twin.name = op.name + "'"
         if isinstance(twin, af.FillOperation) and draw(st.booleans()):
             twin.fill_value = draw(st.sampled_from(FILLS))
+        if hasattr(twin, "axis") and draw(st.booleans()):
+            twin.axis = draw(st.sampled_from([0, -1, 1, 0.0]))
+        if hasattr(twin, "fn") and draw(st.booleans()):
+            twin.fn = draw(st.sampled_from([np.negative, np.square, twin.fn]))
+        if draw(st.integers(0, 4)) == 0:
+            twin.elementwise = not getattr(twin, "elementwise", False)
         if draw(st.booleans()):  # equal views, fresh objects
             twin.input_views = [af.TensorView(v.name, v.tensor, v.offset, v.shape, v.stride)
                                 for v in op.input_views]
@@ -232,3 +238,27 @@ def test_same_views_checks_its_starts():
         SAME(ops, ops, views, np.array([0, 1], np.int64))
     with pytest.raises(ValueError):
         SAME(ops, ops, views, np.array([0, 0, 1], np.int32))
+
+
+@pytest.mark.parametrize("backend", ["compiled", "pure"])
+def test_an_axis_equal_to_another_but_not_an_int_is_checked_itself(backend, monkeypatch):
+    """0 == 0.0 == False in a dict: the signature keeps the axis's type, so a Reduce whose
+    axis was set to 0.0 after construction is refused before anything runs, not grouped
+    with one whose axis is 0."""
+    if backend == "pure":
+        monkeypatch.setattr(checks, "compiled_groups", None)
+    elif GROUPS is None:
+        pytest.skip("compiled signature_groups not loaded")
+    t = af.Tensor("T", (3, 4), "float64", data=np.ones((3, 4)))
+    ops = []
+    for name, axis in (("good", 0), ("float", 0.0), ("bool", False)):
+        op = af.ReduceOperation(name, axis=0).set_inputs(t[:, :2]).set_outputs(t[0, 2:])
+        op.axis = axis
+        ops.append(op)
+    assert checks.check_all(ops[:1]) == b"\x01"
+    for bad in ops[1:]:
+        with pytest.raises(checks.OpRefused, match=f"'{bad.name}': axis must be an int"):
+            checks.check_all([ops[0], bad])
+        with pytest.raises(checks.OpRefused):
+            af.run([ops[0], bad], workers=2)
+    assert t.data.tolist() == np.ones((3, 4)).tolist()  # nothing ran

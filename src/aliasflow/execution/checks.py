@@ -63,6 +63,8 @@ def predicted_result(op: Operation):
             return shape, np.asarray(op.fn(_sample(a), _sample(b))).dtype
         if _same(ReduceOperation, op):
             (x,) = ins
+            if isinstance(op.axis, bool) or not isinstance(op.axis, (int, np.integer)):
+                raise AliasflowError(f"op {op.name!r}: axis must be an int, got {op.axis!r}")
             if not -x.ndim <= op.axis < x.ndim:
                 raise AliasflowError(f"op {op.name!r}: axis {op.axis} out of range for input "
                                      f"{x.name!r} of shape {x.shape}")
@@ -131,8 +133,9 @@ def _signature(op: Operation):
         fill = op.fill_value
         if type(fill) not in _PLAIN_NUMBERS:
             return None
+    axis = getattr(op, "axis", None)  # with its type, as the fill: 0 == 0.0 == False
     return (type(op), op.arity, op.uniform_value, getattr(op, "elementwise", None),
-            id(getattr(op, "fn", None)), getattr(op, "axis", None), type(fill), fill,
+            id(getattr(op, "fn", None)), type(axis), axis, type(fill), fill,
             tuple(map(_VIEW_KEY, op.input_views)), tuple(map(_VIEW_KEY, op.output_views)))
 
 

@@ -677,8 +677,9 @@ PyObject* signature(PyObject* op, PyObject* fill_type, PyObject* plain) {
     if (!outs.p) return nullptr;
     Ref out_keys(view_keys(outs.p));
     if (!out_keys.p) return nullptr;
-    return PyTuple_Pack(10, reinterpret_cast<PyObject*>(Py_TYPE(op)), arity.p, uniform.p,
-                        elementwise.p, fn_id.p, axis.p,
+    return PyTuple_Pack(11, reinterpret_cast<PyObject*>(Py_TYPE(op)), arity.p, uniform.p,
+                        elementwise.p, fn_id.p, reinterpret_cast<PyObject*>(Py_TYPE(axis.p)),
+                        axis.p,
                         reinterpret_cast<PyObject*>(Py_TYPE(fill.p)), fill.p, in_keys.p,
                         out_keys.p);
 }
