@@ -5,6 +5,8 @@ with negative and zero strides, offsets near 2^62, storages above 2^64) are anal
 compiled walk and by the Python reference: the edges must be the same, in the same order, in
 all three modes and with random ancestor windows. Garbage goes to both entry points at the
 boundary: only a result, None or a TypeError/ValueError may come back, never a crash.
+``same_views`` (does a graph's op list still have its views?) is compared with the Python
+loops of ``OpViews.mismatch`` after random changes to a program, and fed garbage too.
 
     python fuzz/fuzz_walker.py --seconds 300
 
@@ -21,7 +23,7 @@ import numpy as np
 
 import aliasflow as af
 from aliasflow import solver
-from aliasflow.analysis import compiled, dependencies as deps
+from aliasflow.analysis import compiled, dependencies as deps, schedule
 from aliasflow.analysis.lower import element_cells
 
 MODES = [(True, ("WAR", "WAW")), (True, ("RAW", "WAR", "WAW")), (False, ())]
@@ -148,6 +150,50 @@ def check_garbage(rng: random.Random) -> None:
         pass
 
 
+def check_same_views(rng: random.Random) -> None:
+    ops = random_program(rng)
+    snap = schedule.OpViews.of(ops)
+    starts = np.ascontiguousarray(snap.starts, np.int64)
+    now = list(ops)
+    if ops:
+        k = rng.randrange(len(ops))
+        op = ops[k]
+        change = rng.randrange(6)
+        if change == 0 and op.input_views:
+            v = op.input_views[0]
+            op.input_views = [af.TensorView(v.name, v.tensor, v.offset, v.shape, v.stride)]
+        elif change == 1:
+            op.output_views = list(op.output_views) + list(op.input_views[:1])
+        elif change == 2:
+            op.input_views = tuple(op.input_views)
+        elif change == 3:
+            now[k] = rng.choice(ops)
+        elif change == 4:
+            op.output_views = rng.choice([5, None, "ab", [None]])
+    w = compiled.walker
+    try:
+        got = w.same_views(tuple(now), snap.ops, snap.views, starts)
+    except (TypeError, AttributeError):
+        got = "error"
+    saved = schedule._same_views
+    schedule._same_views = None
+    try:
+        want = snap.mismatch(now) is None
+    except (TypeError, AttributeError):
+        want = "error"
+    finally:
+        schedule._same_views = saved
+    # the compiled check may refuse early (False) where the loops raise on a broken list
+    assert got == want or (got is False and want == "error"), (got, want)
+    junk = [rng.choice(GARBAGE) for _ in range(rng.randint(0, 5))]
+    if len(junk) == 4 and rng.random() < 0.5:
+        junk[0], junk[1] = tuple(now), snap.ops
+    try:
+        w.same_views(*junk)
+    except (TypeError, ValueError, BufferError):
+        pass
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60)
@@ -163,6 +209,7 @@ def main() -> int:
     while time.monotonic() < end:
         check_program(rng)
         check_garbage(rng)
+        check_same_views(rng)
         programs += 1
         garbage += 1
     print(f"seed {seed}: {programs} programs compared, {garbage} garbage rounds, no disagreement")
