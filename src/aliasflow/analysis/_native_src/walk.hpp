@@ -458,14 +458,65 @@ private:
     }
     // the distinct cells of a layout of at most covers_limit indices, ascending
     static void cells_of(const afn::Layout& L, std::vector<int64_t>& out) {
-        out.assign(1, L.offset);
+        // dims that move (size > 1, stride != 0), strides made positive (the offset moves to
+        // the lowest cell), innermost (smallest stride) first
+        struct Dim { int64_t n, s; };
+        Dim d[afn::MAX_NDIM];
+        int m = 0;
+        int64_t base = L.offset;
         for (int k = 0; k < L.ndim; ++k) {
-            size_t m = out.size();
             int64_t n = L.shape[k], s = L.stride[k];
-            out.resize(m * size_t(n));
-            for (int64_t t = n - 1; t >= 0; --t)
-                for (size_t i = 0; i < m; ++i) out[size_t(t) * m + i] = out[i] + t * s;
+            if (n == 0) {
+                out.clear();
+                return;
+            }
+            if (n == 1 || s == 0) continue;
+            if (s < 0) {
+                base += s * (n - 1);
+                s = -s;
+            }
+            d[m++] = Dim{n, s};
         }
+        std::sort(d, d + m, [](const Dim& a, const Dim& b) { return a.s < b.s; });
+        // nested: each stride passes the span of the dims inside it, so the cells come out
+        // distinct and ascending with the largest stride outermost; else sort them
+        auto nested_from = [&](int first) {
+            int64_t span = 0;
+            for (int t = first; t < m; ++t) {
+                if (d[t].s <= span) return false;
+                span += d[t].s * (d[t].n - 1);
+            }
+            return true;
+        };
+        auto expand = [&](int first, std::vector<int64_t>& cells) {
+            cells.assign(1, base);
+            for (int t = first; t < m; ++t) {
+                size_t have = cells.size();
+                int64_t n = d[t].n, s = d[t].s;
+                cells.resize(have * size_t(n));
+                for (int64_t i = n - 1; i >= 0; --i)
+                    for (size_t c = 0; c < have; ++c) cells[size_t(i) * have + c] = cells[c] + i * s;
+            }
+        };
+        if (nested_from(0)) {
+            expand(0, out);
+            return;
+        }
+        if (d[0].s == 1 && nested_from(1)) {
+            // contiguous rows (overlapping windows): the row starts ascend, so the rows
+            // merge into ascending distinct cells
+            thread_local std::vector<int64_t> starts;
+            expand(1, starts);
+            out.clear();
+            int64_t next = INT64_MIN;  // every cell below it is out already
+            for (int64_t a : starts) {
+                int64_t end = a + d[0].n;  // rows ascend: so do their ends
+                for (int64_t c = std::max(a, next); c < end; ++c) out.push_back(c);
+                next = end;
+            }
+            return;
+        }
+        expand(0, out);
         std::sort(out.begin(), out.end());
         out.erase(std::unique(out.begin(), out.end()), out.end());
     }
