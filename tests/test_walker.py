@@ -296,3 +296,39 @@ def test_edges_are_the_walks_own_read_only_memory():
     assert [edges.view_of(r) for r in edges.data[0, 3:]] == [A[:2], A.T[0]]
     empty = compiled.compiled_edges([], None, True, (), 4096, 4096, 1024)
     assert len(empty) == 0 and memoryview(empty.data.base.base).nbytes == 0
+
+
+def test_view_fields_that_are_not_slots_are_read_through_getattr():
+    """walk_ops reads a view's fields straight from their slots only where the view type
+    resolves them to slots; a field the type overrides (here a property) is read with
+    getattr, and the edges are those of plain views with the same layouts."""
+    from aliasflow.analysis.lower import element_cells
+    from aliasflow.core.view import _ViewFields
+    reads = []
+
+    class Counted(af.TensorView):
+        __slots__ = ()
+
+    def offset(self):
+        reads.append(1)
+        return _ViewFields.offset.__get__(self)
+
+    A = af.Tensor("A", (6, 6))
+    params = (True, 6, 4096, 4096, 1024)
+
+    def program(view):
+        return (af.FillOperation("w", 1.0).set_outputs(view("a", A, 7, (2, 2), (6, 1))),
+                af.TransformOperation("r").set_inputs(view("b", A, 1, (3, 2), (6, 12))),
+                af.TransformOperation("r2").set_inputs(view("c", A, 8, (4,), (6,))))
+
+    w = compiled.walker
+    ops = program(Counted)
+    Counted.offset = property(offset)  # after the views are made (they copy their fields)
+    got = w.walk_ops(ops, Counted, element_cells, af.solver.intersects,
+                     af.solver.covers, None, params)
+    plain = w.walk_ops(program(af.TensorView), af.TensorView, element_cells,
+                       af.solver.intersects, af.solver.covers, None, params)
+    assert reads and len(reads) == 3  # one read per view: the property, not the slot
+    assert bytes(memoryview(got[0])) == bytes(memoryview(plain[0]))
+    assert np.frombuffer(got[0], np.int32).reshape(-1, 5)[:, :3].tolist() == [[0, 1, 0],
+                                                                              [0, 2, 0]]

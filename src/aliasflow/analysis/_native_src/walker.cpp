@@ -19,6 +19,7 @@
 // cheap rules, progress and signal checks).
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <cstring>
 #include <unordered_map>
@@ -236,23 +237,54 @@ struct Names {
 };
 Names names;
 
+// Reading a view's fields. When the view type reads attributes the generic way and a field
+// resolves to a slot (a member descriptor, as TensorView's fields do), the slot is read
+// directly: what getattr would do, without the lookup (most of the lowering's time). Any
+// other case goes through PyObject_GetAttr. Resolved again on every walk_ops call, so a
+// patched class is seen.
+struct FieldReader {
+    Py_ssize_t offset[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    void resolve(PyTypeObject* type, PyObject* const* fields, int n) {
+        for (int k = 0; k < n; ++k) {
+            offset[k] = -1;
+            if (type->tp_getattro != PyObject_GenericGetAttr) continue;
+            PyObject* d = _PyType_Lookup(type, fields[k]);  // borrowed
+            if (!d || !Py_IS_TYPE(d, &PyMemberDescr_Type)) continue;
+            PyMemberDef* m = reinterpret_cast<PyMemberDescrObject*>(d)->d_member;
+            if (m->type == T_OBJECT_EX) offset[k] = m->offset;
+        }
+    }
+    // a new reference to field k of v (an instance of exactly the resolved type)
+    PyObject* get(PyObject* v, int k, PyObject* name) const {
+        if (offset[k] >= 0) {
+            PyObject* value = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(v) + offset[k]);
+            if (value) {
+                Py_INCREF(value);
+                return value;
+            }  // unset: getattr raises the AttributeError
+        }
+        return PyObject_GetAttr(v, name);
+    }
+};
+enum { F_EXTENT, F_OFFSET, F_SHAPE, F_STRIDE, F_TENSOR, F_DTYPE };
+
 // A view read once: its entry in the rows' per-view arrays, or -1 when it is empty (extent
 // None: no row). Its cells are its tensor's elements until the groups are placed.
 constexpr int32_t EMPTY = -1;
 
 // Reads one view's fields into a new per-view entry of `rows` (`id`, or EMPTY).  1 ok,
 // 0 fall back, -1 error.
-int read_view(PyObject* v, afw::Rows& rows, int32_t& id) {
-    PyObject* ext = PyObject_GetAttr(v, names.extent);
+int read_view(PyObject* v, const FieldReader& view_fields, afw::Rows& rows, int32_t& id) {
+    PyObject* ext = view_fields.get(v, F_EXTENT, names.extent);
     if (!ext) return -1;
     if (ext == Py_None) {
         Py_DECREF(ext);
         id = EMPTY;
         return 1;
     }
-    PyObject* off = PyObject_GetAttr(v, names.offset);
-    PyObject* shape = PyObject_GetAttr(v, names.shape);
-    PyObject* stride = PyObject_GetAttr(v, names.stride);
+    PyObject* off = view_fields.get(v, F_OFFSET, names.offset);
+    PyObject* shape = off ? view_fields.get(v, F_SHAPE, names.shape) : nullptr;
+    PyObject* stride = shape ? view_fields.get(v, F_STRIDE, names.stride) : nullptr;
     int res = -1;
     if (off && shape && stride) {
         res = 0;
@@ -371,6 +403,12 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
         return nullptr;
     Py_ssize_t n_ops = PyTuple_GET_SIZE(ops);
     if (n_ops >= INT32_MAX / 2) Py_RETURN_NONE;
+    FieldReader view_fields;  // this call's own: another thread may call with another type
+    {
+        PyObject* fields[] = {names.extent, names.offset, names.shape, names.stride,
+                              names.tensor, names.dtype};
+        view_fields.resolve(reinterpret_cast<PyTypeObject*>(view_type), fields, 6);
+    }
 
     // What the graph keeps of the ops as walked: every view in order (inputs, then outputs,
     // op by op) with where each op's lists start (run() checks the ops still have them), and
@@ -442,8 +480,8 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
                     status = 0;
                     break;
                 }
-                Ref t(PyObject_GetAttr(v, names.tensor));
-                Ref vd(t.p ? PyObject_GetAttr(v, names.dtype) : nullptr);
+                Ref t(view_fields.get(v, F_TENSOR, names.tensor));
+                Ref vd(t.p ? view_fields.get(v, F_DTYPE, names.dtype) : nullptr);
                 Ref td(vd.p ? PyObject_GetAttr(t.p, names.dtype) : nullptr);
                 if (!td.p) return nullptr;
                 if (vd.p != td.p) {  // a reinterpreting view: Python lowers
@@ -461,7 +499,7 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
                     ti = it->second;
                 }
                 int32_t id;
-                status = read_view(v, rows, id);
+                status = read_view(v, view_fields, rows, id);
                 if (status != 1) break;
                 if (id != EMPTY) {
                     view_tensor.push_back(ti);
