@@ -268,6 +268,54 @@ struct FieldReader {
 };
 enum { F_EXTENT, F_OFFSET, F_SHAPE, F_STRIDE, F_TENSOR, F_DTYPE };
 
+// Object -> int32 by identity: open addressing, linear probing, at most half full. The
+// lowering asks it once per access (a std::unordered_map allocates a node per entry).
+class PtrMap {
+public:
+    explicit PtrMap(size_t expected = 0) { grow_to(expected); }
+    // the value of `key`, or nullptr
+    const int32_t* find(PyObject* key) const {
+        for (size_t i = slot(key);; i = (i + 1) & mask) {
+            if (keys[i] == key) return &values[i];
+            if (!keys[i]) return nullptr;
+        }
+    }
+    void put(PyObject* key, int32_t value) {  // key not in the map
+        if (2 * (used + 1) > keys.size()) grow_to(keys.size());
+        size_t i = slot(key);
+        while (keys[i]) i = (i + 1) & mask;
+        keys[i] = key;
+        values[i] = value;
+        ++used;
+    }
+    void clear() {
+        std::vector<PyObject*>().swap(keys);
+        std::vector<int32_t>().swap(values);
+        used = mask = 0;
+    }
+
+private:
+    std::vector<PyObject*> keys;
+    std::vector<int32_t> values;
+    size_t used = 0, mask = 0;
+    size_t slot(PyObject* key) const {
+        uint64_t h = uint64_t(reinterpret_cast<uintptr_t>(key)) * 0x9E3779B97F4A7C15ULL;
+        return size_t(h >> 20) & mask;
+    }
+    void grow_to(size_t n) {  // room for at least n entries
+        size_t size = 16;
+        while (size < 2 * n + 2) size *= 2;
+        std::vector<PyObject*> old_keys(size, nullptr);
+        std::vector<int32_t> old_values(size);
+        old_keys.swap(keys);
+        old_values.swap(values);
+        mask = size - 1;
+        used = 0;
+        for (size_t i = 0; i < old_keys.size(); ++i)
+            if (old_keys[i]) put(old_keys[i], old_values[i]);
+    }
+};
+
 // A view read once: its entry in the rows' per-view arrays, or -1 when it is empty (extent
 // None: no row). Its cells are its tensor's elements until the groups are placed.
 constexpr int32_t EMPTY = -1;
@@ -424,11 +472,10 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     rows.mode.reserve(size_t(3 * n_ops));
     rows.op_starts.reserve(size_t(n_ops + 1));
     std::vector<int32_t> view_tensor;  // view entry -> its tensor (until placed)
-    std::unordered_map<PyObject*, int32_t> view_cache;  // view -> its entry or EMPTY (views
+    PtrMap view_cache(size_t(n_ops) / 8);  // view -> its entry or EMPTY (views
                                                         // alive: the snapshot holds them)
-    view_cache.reserve(size_t(n_ops));  // about a view per op: no rehash on the way
     std::vector<PyObject*> tensor_of;  // owned by `tlist`
-    std::unordered_map<PyObject*, int32_t> tensor_index;
+    PtrMap tensor_index;
     auto push_row = [&](int32_t id, int32_t op, int8_t mode) {
         if (id == EMPTY) return;
         rows.op.push_back(op);
@@ -471,9 +518,8 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
                 }
                 if (dup) continue;
                 // a view seen before (programs reuse views a lot) is read once
-                auto cached = view_cache.find(v);
-                if (cached != view_cache.end()) {
-                    push_row(cached->second, int32_t(j), int8_t(m));
+                if (const int32_t* cached = view_cache.find(v)) {
+                    push_row(*cached, int32_t(j), int8_t(m));
                     continue;
                 }
                 if (Py_TYPE(v) != (PyTypeObject*)view_type) {
@@ -489,23 +535,23 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
                     break;
                 }
                 int32_t ti;
-                auto it = tensor_index.find(t.p);
-                if (it == tensor_index.end()) {
+                const int32_t* known = tensor_index.find(t.p);
+                if (!known) {
                     ti = int32_t(tensor_of.size());
                     if (PyList_Append(tlist.p, t.p) < 0) return nullptr;
-                    tensor_index.emplace(t.p, ti);
+                    tensor_index.put(t.p, ti);
                     tensor_of.push_back(t.p);
                 } else {
-                    ti = it->second;
+                    ti = *known;
                 }
-                int32_t id;
+                int32_t id = EMPTY;
                 status = read_view(v, view_fields, rows, id);
                 if (status != 1) break;
                 if (id != EMPTY) {
                     view_tensor.push_back(ti);
                     if (PyList_Append(by_entry.p, v) < 0) return nullptr;
                 }
-                view_cache.emplace(v, id);
+                view_cache.put(v, id);
                 push_row(id, int32_t(j), int8_t(m));
             }
         }
@@ -555,8 +601,8 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     // what only the lowering needed goes before the walk
     std::vector<int32_t>().swap(vstart);
     std::vector<int32_t>().swap(view_tensor);
-    std::unordered_map<PyObject*, int32_t>().swap(view_cache);
-    std::unordered_map<PyObject*, int32_t>().swap(tensor_index);
+    view_cache.clear();
+    tensor_index.clear();
     std::vector<PyObject*>().swap(tensor_of);
     rows.shrink();
     std::vector<int32_t> row_entry;  // the walk frees the rows; their view entries are kept
