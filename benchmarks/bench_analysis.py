@@ -290,7 +290,9 @@ def nondense(args, log) -> list[dict]:
         for n in args.nondense_sizes:
             log(f"non-dense n={n}{' (arena)' if arena else ''} ...")
             best, graph = float("inf"), None
-            for _ in range(args.repeats if n <= 10_000 else 1):
+            # best of at least three at every size: a single second-long run on the shared
+            # cores moved by +-30% between identical runs (RESULTS.md, analysis table notes)
+            for _ in range(max(args.repeats, 3)):
                 ops = make_nondense_trace(n, seed=args.seed, arena=arena)  # fresh views
                 gc.collect()
                 t = time.perf_counter()
@@ -750,7 +752,8 @@ def main(argv=None) -> int:
                 "`make_nondense_trace` for section 1b: per-head column blocks, stepped windows, "
                 "transposed tiles, strided score columns; with `arena=True` the same accesses on "
                 "regions of one flat buffer). Times are "
-                "best of a few repeats below 20k ops, single runs above; each analysis size runs "
+                "best of a few repeats below 20k ops, single runs above (section 1b: best of "
+                "three at every size, each on a freshly made trace); each analysis size runs "
                 "in its own process, killed past the timeout or RSS limit. `~` marks a quadratic "
                 "baseline extrapolated from the largest size it ran at. Other jobs share the 2 "
                 "cores (see the load average), so times and speedups are noisy.")
