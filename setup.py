@@ -17,6 +17,7 @@ from setuptools import Extension, setup
 SRC = "src/aliasflow/solver/_native_src"
 WALK = "src/aliasflow/analysis/_native_src"
 READY = "src/aliasflow/execution/_native_src"
+COMMON = "src/aliasflow/_native_src"  # what the modules share at their boundary
 SANITIZE = bool(os.environ.get("AF_NATIVE_SANITIZE"))
 compile_args = ["-std=c++17", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra"]
 link_args = []
@@ -41,7 +42,7 @@ setup(
                   [f"{SRC}/overlap.hpp", f"{SRC}/arith.hpp"]),
         extension("aliasflow.analysis._walker", f"{WALK}/walker.cpp",
                   [f"{WALK}/walk.hpp", f"{WALK}/index.hpp", f"{SRC}/overlap.hpp",
-                   f"{SRC}/arith.hpp"]),
-        extension("aliasflow.execution._ready", f"{READY}/ready.cpp"),
+                   f"{SRC}/arith.hpp", f"{COMMON}/pyref.hpp"]),
+        extension("aliasflow.execution._ready", f"{READY}/ready.cpp", [f"{COMMON}/pyref.hpp"]),
     ],
 )

@@ -435,7 +435,9 @@ def test_random_programs_match_numpy(data, semantics, version):
                 if semantics == "alias":
                     fn(ref, other_a, out=ref)
                 else:
-                    ref.arr = fn(ref.arr, other_a)
+                    # an array, also when 0-d (NumPy returns a scalar then, and a scalar's
+                    # window is a copy: a later setitem would write to that copy)
+                    ref.arr = np.asarray(fn(ref.arr, other_a))
             else:
                 idx = data.draw(indices(t.shape))
                 if j >= 0 and not _fits(np.shape(other_a), np_window(val(ref), idx).shape):
@@ -444,7 +446,7 @@ def test_random_programs_match_numpy(data, semantics, version):
                 if semantics == "alias":
                     np_window(ref, idx)[...] = other_a
                 else:
-                    ref.arr = ref.arr.copy()
+                    ref.arr = np.array(ref.arr)  # a copy, and an array even if 0-d
                     np_window(ref.arr, idx)[...] = other_a
         check_same(pairs, semantics)
     # the recording replays, in dependency order on two threads, to the same final values

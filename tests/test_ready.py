@@ -330,28 +330,6 @@ def test_a_long_chain_and_a_wide_fan_out(backend, monkeypatch, light):
     assert u.data.tolist() == [1.0] + [-1.0] * n
 
 
-@settings(max_examples=100, deadline=None)
-@given(programs(max_ops=10, executable=True, max_tensors=2))
-def test_check_all_refuses_as_checking_each_op_alone(ops):
-    """check_all checks each op signature once: it must refuse the same first op (or none)
-    as check_op on every op in turn, and its light bytes are is_light of each op."""
-    ops = ops + [copy.copy(op) for op in ops]  # repeated signatures
-    first = None
-    for op in ops:
-        try:
-            checks.check_op(op)
-        except af.AliasflowError:
-            first = op.name
-            break
-    try:
-        light = checks.check_all(ops)
-    except checks.OpRefused as exc:
-        assert exc.op_name == first
-    else:
-        assert first is None
-        assert light == bytes(ready.is_light(op) for op in ops)
-
-
 # ------------------------------------------- runner tests on the queue not used by default
 
 from test_execution import (test_parallel_failure_stops_new_ops_and_names_the_op,  # noqa: E402

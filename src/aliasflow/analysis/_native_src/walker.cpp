@@ -24,6 +24,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "../../_native_src/pyref.hpp"
 #include "walk.hpp"
 
 namespace {
@@ -410,19 +411,7 @@ PyObject* as_tuple(PyObject* o) {
     return nullptr;  // not a list: fall back (no error set)
 }
 
-// A new reference, released when it goes out of scope (every early return below).
-struct Ref {
-    PyObject* p;
-    explicit Ref(PyObject* o) : p(o) {}
-    Ref(const Ref&) = delete;
-    Ref& operator=(const Ref&) = delete;
-    ~Ref() { Py_XDECREF(p); }
-    PyObject* release() {
-        PyObject* o = p;
-        p = nullptr;
-        return o;
-    }
-};
+using afpy::Ref;  // a new reference released on every return path
 
 PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     if (nargs != 7) {

@@ -32,6 +32,8 @@
 #include <new>
 #include <vector>
 
+#include "../../_native_src/pyref.hpp"
+
 namespace {
 
 constexpr double MAX_TIMEOUT = 3600.0;  // a bounded wait: Python looks again at least this often
@@ -568,18 +570,7 @@ PyType_Spec queue_spec = {"aliasflow.execution._ready.ReadyQueue", sizeof(QueueO
 // checks.signature_groups in compiled code: the same signature tuple as checks._signature
 // (the same attribute reads in the same order, compared in a dict the same way), made without
 // bytecode. run() checks every op before a parallel run; this is most of that time.
-struct Ref {
-    PyObject* p;
-    explicit Ref(PyObject* o = nullptr) : p(o) {}
-    Ref(const Ref&) = delete;
-    Ref& operator=(const Ref&) = delete;
-    ~Ref() { Py_XDECREF(p); }
-    PyObject* release() {
-        PyObject* o = p;
-        p = nullptr;
-        return o;
-    }
-};
+using afpy::Ref;  // a new reference released on every return path
 
 struct SigNames {
     PyObject *input_views, *output_views, *arity, *uniform_value, *elementwise, *fn, *axis,
