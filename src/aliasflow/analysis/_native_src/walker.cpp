@@ -13,6 +13,9 @@
 //   walk_table(n_ops, n_groups, columns, intersects, covers, progress, params)
 //       walks an access table lowered in Python (AccessTable.columns() as bytes).
 //
+// and same_views(ops, old_ops, views, starts), run()'s check that a graph's ops still have
+// the views they were analysed with (schedule.OpViews.mismatch's common case).
+//
 // Boundary rules as in the solver's module.cpp: exact types only, every value range-checked
 // here and trusted in walk.hpp.  The walk runs without the GIL; it takes it back only for
 // the callbacks (the rare layouts the compiled solver hands back, covers tests beyond the

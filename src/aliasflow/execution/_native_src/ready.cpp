@@ -5,7 +5,9 @@
 // predecessor counts, successor lists (CSR arrays), the ready ops (a min-heap, so ready ops
 // come out in program order), the first failed position, and the counts the calling thread
 // watches.  The reference implementation, with the same interface and answers, is the
-// pure-Python ``aliasflow.execution.ready.PyReadyQueue``.
+// pure-Python ``aliasflow.execution.ready.PyReadyQueue``.  The module also groups ops by
+// check signature for run()'s checks (signature_groups; reference:
+// ``aliasflow.execution.checks.signature_groups``).
 //
 // Locking: every piece of state is guarded by one std::mutex, never by the GIL.  A call that
 // finds work (or has nothing to wait for) keeps the GIL throughout: releasing and retaking it
