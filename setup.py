@@ -42,7 +42,7 @@ setup(
                   [f"{SRC}/overlap.hpp", f"{SRC}/arith.hpp"]),
         extension("aliasflow.analysis._walker", f"{WALK}/walker.cpp",
                   [f"{WALK}/walk.hpp", f"{WALK}/index.hpp", f"{SRC}/overlap.hpp",
-                   f"{SRC}/arith.hpp", f"{COMMON}/pyref.hpp"]),
-        extension("aliasflow.execution._ready", f"{READY}/ready.cpp", [f"{COMMON}/pyref.hpp"]),
+                   f"{SRC}/arith.hpp", f"{COMMON}/boundary.hpp"]),
+        extension("aliasflow.execution._ready", f"{READY}/ready.cpp", [f"{COMMON}/boundary.hpp"]),
     ],
 )

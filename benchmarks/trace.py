@@ -485,7 +485,7 @@ def make_nondense_trace(n: int, seed: int = 0, heads: int = 8, head_dim: int = 1
     (``as_strided`` with a stride larger than one), transposed tiles ``W.T[a:b, c:d]`` read
     and written, and every other head's columns of a score matrix. Extents of different
     heads interleave, so almost every pair goes to the exact solver.
-   
+
     With ``arena``, the same accesses land on regions of one flat buffer (as a framework's
     allocator lays tensors out): the views are the same, their tensor is one 1-D arena.
     """

@@ -236,7 +236,7 @@ def test_same_views_checks_its_starts():
         assert not SAME(ops, ops, views, np.array(bad, np.int64))
     with pytest.raises(ValueError):
         SAME(ops, ops, views, np.array([0, 1], np.int64))
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError, match="starts must be a 1-d int64 array"):
         SAME(ops, ops, views, np.array([0, 0, 1], np.int32))
 
 

@@ -14,9 +14,9 @@ from operator import attrgetter
 import numpy as np
 
 from ..core.errors import AliasflowError, ExecutionError
-from ..solver.native import load
 from ..core.operations import (BinaryOperation, FillOperation, Operation, ReduceOperation,
                                TransformOperation)
+from ..solver.native import load
 
 
 class OpRefused(AliasflowError, ExecutionError):

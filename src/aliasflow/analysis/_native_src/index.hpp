@@ -124,7 +124,7 @@ class ExtentIndex {
         Box box;
         bool operator<(const Entry& o) const { return low < o.low || (low == o.low && seq < o.seq); }
     };
-    // Entries sorted by (low, rid) in blocks of at most 2 * BLOCK: a scan reads contiguous
+    // Entries sorted by (low, seq) in blocks of at most 2 * BLOCK: a scan reads contiguous
     // memory, an insert or erase moves at most one block's tail.
     class Sorted {
         static constexpr size_t BLOCK = 64;

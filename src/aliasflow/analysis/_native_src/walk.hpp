@@ -10,8 +10,6 @@
 #include <algorithm>
 #include <climits>
 #include <deque>
-#include <iterator>
-#include <set>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>

@@ -25,9 +25,10 @@
 #include <structmember.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <unordered_map>
 
-#include "../../_native_src/pyref.hpp"
+#include "../../_native_src/boundary.hpp"
 #include "walk.hpp"
 
 namespace {
@@ -414,7 +415,7 @@ PyObject* as_tuple(PyObject* o) {
     return nullptr;  // not a list: fall back (no error set)
 }
 
-using afpy::Ref;  // a new reference released on every return path
+using afpy::Ref;
 
 PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     if (nargs != 7) {
@@ -464,8 +465,8 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     rows.mode.reserve(size_t(3 * n_ops));
     rows.op_starts.reserve(size_t(n_ops + 1));
     std::vector<int32_t> view_tensor;  // view entry -> its tensor (until placed)
-    PtrMap view_cache(size_t(n_ops) / 8);  // view -> its entry or EMPTY (views
-                                                        // alive: the snapshot holds them)
+    // view -> its entry or EMPTY (views stay alive: the snapshot holds them)
+    PtrMap view_cache(size_t(n_ops) / 8);
     std::vector<PyObject*> tensor_of;  // owned by `tlist`
     PtrMap tensor_index;
     auto push_row = [&](int32_t id, int32_t op, int8_t mode) {
@@ -715,8 +716,8 @@ PyObject* walk_table_impl(PyObject* const* args, Py_ssize_t nargs) {
 // same_views(ops, old_ops, views, starts) -> bool: True when ops is old_ops item by item
 // (identity) and every op k's input_views, then output_views, are item by item (identity)
 // views[starts[2k]:starts[2k+1]] and views[starts[2k+1]:starts[2k+2]] (OpViews.mismatch's
-// common case; False sends it to the Python loop that says what differs). starts: a
-// contiguous 1-d int64 buffer of 2 len(ops) + 1 entries.
+// common case; False sends it to the Python loop that says what differs). starts: 2 len(ops)
+// + 1 ints, as afpy::read_int64_array reads them (a tuple or a contiguous int64 array).
 PyObject* same_views(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_Format(PyExc_TypeError, "same_views takes 4 arguments, got %zd", nargs);
@@ -730,30 +731,19 @@ PyObject* same_views(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     // a tuple of our own: attribute reads below run Python code, which cannot change it
     Ref views(PySequence_Tuple(args[2]));
     if (!views.p) return nullptr;
-    Py_buffer buf;
-    if (PyObject_GetBuffer(args[3], &buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return nullptr;
-    const char* fmt = buf.format ? buf.format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@') ++fmt;
-    bool ok_format = buf.itemsize == 8 && buf.ndim == 1 && (std::strcmp(fmt, "q") == 0 ||
-                                                            std::strcmp(fmt, "l") == 0);
+    std::vector<int64_t> starts;
+    if (!afpy::read_int64_array(args[3], starts, "starts")) return nullptr;
     Py_ssize_t n = PyTuple_GET_SIZE(ops);
-    if (!ok_format || buf.len / 8 != 2 * n + 1) {
-        PyBuffer_Release(&buf);
+    if (starts.size() != size_t(2 * n + 1)) {
         PyErr_SetString(PyExc_ValueError, "starts must be 2 len(ops) + 1 int64s");
         return nullptr;
     }
-    std::vector<int64_t> starts(size_t(2 * n + 1));
-    std::memcpy(starts.data(), buf.buf, starts.size() * sizeof(int64_t));
-    PyBuffer_Release(&buf);
     Py_ssize_t n_views = PyTuple_GET_SIZE(views.p);
     bool same = PyTuple_GET_SIZE(old_ops) == n && starts[0] == 0 &&
                 starts[size_t(2 * n)] == n_views;
     for (Py_ssize_t k = 0; k < n && same; ++k) {
         PyObject* op = PyTuple_GET_ITEM(ops, k);
-        if (op != PyTuple_GET_ITEM(old_ops, k)) {
-            same = false;
-            break;
-        }
+        same = op == PyTuple_GET_ITEM(old_ops, k);
         for (int m = 0; m < 2 && same; ++m) {
             Ref list(PyObject_GetAttr(op, m ? names.output_views : names.input_views));
             if (!list.p) return nullptr;
@@ -816,10 +806,7 @@ PyMODINIT_FUNC PyInit__walker(void) {
                           "shape", "stride", "extent", "dtype"};
     PyObject** slots[] = {&names.input_views, &names.output_views, &names.tensor, &names.offset,
                           &names.shape, &names.stride, &names.extent, &names.dtype};
-    for (int k = 0; k < 8; ++k) {
-        *slots[k] = PyUnicode_InternFromString(keys[k]);
-        if (!*slots[k]) return nullptr;
-    }
+    if (!afpy::intern_all(keys, slots, 8)) return nullptr;
     EdgeBufferType = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&edge_buffer_spec));
     if (!EdgeBufferType) return nullptr;
     return PyModule_Create(&module);

@@ -34,7 +34,7 @@
 #include <new>
 #include <vector>
 
-#include "../../_native_src/pyref.hpp"
+#include "../../_native_src/boundary.hpp"
 
 namespace {
 
@@ -123,65 +123,6 @@ struct QueueObject {
 
 // ---- argument readers --------------------------------------------------------------------
 
-// An exact tuple of exact ints, or a contiguous 1-d buffer of 8-byte signed ints; copied.
-bool read_int64_array(PyObject* o, std::vector<int64_t>& out, const char* what) {
-    if (PyTuple_CheckExact(o)) {
-        Py_ssize_t len = PyTuple_GET_SIZE(o);
-        out.resize(size_t(len));
-        for (Py_ssize_t j = 0; j < len; ++j) {
-            PyObject* item = PyTuple_GET_ITEM(o, j);
-            if (!PyLong_CheckExact(item)) {
-                PyErr_Format(PyExc_TypeError, "%s[%zd] must be an int, got %.100s", what, j,
-                             Py_TYPE(item)->tp_name);
-                return false;
-            }
-            int overflow = 0;
-            long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
-            if (overflow || (v == -1 && PyErr_Occurred())) {
-                PyErr_Clear();
-                PyErr_Format(PyExc_ValueError, "%s[%zd] does not fit in 64 bits", what, j);
-                return false;
-            }
-            out[size_t(j)] = int64_t(v);
-        }
-        return true;
-    }
-    if (!PyObject_CheckBuffer(o)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s must be a tuple of ints or a contiguous int64 array, got %.100s", what,
-                     Py_TYPE(o)->tp_name);
-        return false;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous int64 array (%.100s is not "
-                     "C-contiguous)", what, Py_TYPE(o)->tp_name);
-        return false;
-    }
-    const char* f = view.format ? view.format : "B";
-    if (f[0] == '<' || f[0] == '=' || f[0] == '@') ++f;  // native order only (no '>' or '!')
-    bool ok = view.itemsize == 8 && view.ndim == 1 && (f[0] == 'q' || f[0] == 'l') && f[1] == 0;
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s must be a 1-d int64 array, got format '%.20s' with "
-                     "itemsize %zd and %d dimension(s)", what, view.format ? view.format : "B",
-                     view.itemsize, view.ndim);
-        PyBuffer_Release(&view);
-        return false;
-    }
-    size_t len = size_t(view.len / 8);
-    try {
-        out.resize(len);
-    } catch (const std::bad_alloc&) {
-        PyBuffer_Release(&view);
-        PyErr_NoMemory();
-        return false;
-    }
-    if (len) std::memcpy(out.data(), view.buf, len * 8);
-    PyBuffer_Release(&view);
-    return true;
-}
-
 // An exact bytes object of n bytes, each 0 or 1.
 bool read_flags(PyObject* o, std::vector<unsigned char>& out, const char* what) {
     if (!PyBytes_CheckExact(o)) {
@@ -269,8 +210,8 @@ PyObject* queue_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     Core* c = new (std::nothrow) Core;
     if (!c) return PyErr_NoMemory();
     try {
-        if (!read_int64_array(PyTuple_GET_ITEM(args, 0), c->offsets, "offsets") ||
-            !read_int64_array(PyTuple_GET_ITEM(args, 1), c->targets, "targets")) {
+        if (!afpy::read_int64_array(PyTuple_GET_ITEM(args, 0), c->offsets, "offsets") ||
+            !afpy::read_int64_array(PyTuple_GET_ITEM(args, 1), c->targets, "targets")) {
             delete c;
             return nullptr;
         }
@@ -572,7 +513,7 @@ PyType_Spec queue_spec = {"aliasflow.execution._ready.ReadyQueue", sizeof(QueueO
 // checks.signature_groups in compiled code: the same signature tuple as checks._signature
 // (the same attribute reads in the same order, compared in a dict the same way), made without
 // bytecode. run() checks every op before a parallel run; this is most of that time.
-using afpy::Ref;  // a new reference released on every return path
+using afpy::Ref;
 
 struct SigNames {
     PyObject *input_views, *output_views, *arity, *uniform_value, *elementwise, *fn, *axis,
@@ -586,11 +527,7 @@ bool intern_names() {
     PyObject** slots[] = {&sig.input_views, &sig.output_views, &sig.arity, &sig.uniform_value,
                           &sig.elementwise, &sig.fn, &sig.axis, &sig.fill_value, &sig.shape,
                           &sig.stride, &sig.dtype, &sig.tensor};
-    for (int k = 0; k < 12; ++k) {
-        *slots[k] = PyUnicode_InternFromString(keys[k]);
-        if (!*slots[k]) return false;
-    }
-    return true;
+    return afpy::intern_all(keys, slots, 12);
 }
 
 // getattr(o, name, None): a new reference, or nullptr with an error other than AttributeError.
