@@ -87,6 +87,21 @@ def test_same_edges_with_reinterpreting_views(ops, mode):
     assert got == want
 
 
+@settings(max_examples=300, deadline=None)
+@given(shared_programs(max_ops=30), st.integers(0, 12), st.sampled_from(MODES))
+def test_same_edges_with_any_covers_limit(ops, limit, mode):
+    """Writes past the limit (cells neither enumerated nor subtracted): the compiled walk's
+    own cover tests and its calls to ``solver.covers`` against the reference's."""
+    from aliasflow.analysis import records
+    saved = records.COVERS_LIMIT, deps.COVERS_LIMIT
+    records.COVERS_LIMIT = deps.COVERS_LIMIT = limit
+    try:
+        got, want = both(ops, *mode)
+    finally:
+        records.COVERS_LIMIT, deps.COVERS_LIMIT = saved
+    assert got == want
+
+
 @settings(max_examples=150, deadline=None)
 @given(shared_programs(max_ops=40), st.integers(1, 70))
 def test_same_edges_with_any_ancestor_window(ops, window):
