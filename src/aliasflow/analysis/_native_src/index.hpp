@@ -13,7 +13,8 @@ namespace afw {
 
 // ---------------------------------------------------------------- windowed ancestor bitsets
 // Bit d of an op's set: op (k - 1 - d) is an ancestor.  `words` 64-bit words; bits at or
-// past `bits` are always zero.
+// past `bits` are always zero.  A set's length is a count of words past which all are zero:
+// most ops' ancestors are recent, and the work goes with the length, not the window.
 struct Bits {
     int bits = 0, words = 0;
     uint64_t last_mask = ~uint64_t(0);
@@ -23,20 +24,28 @@ struct Bits {
         last_mask = (n % 64) ? ((uint64_t(1) << (n % 64)) - 1) : ~uint64_t(0);
     }
     static bool test(const uint64_t* b, int64_t d) { return (b[d >> 6] >> (d & 63)) & 1; }
-    // dst |= (src << k) | (1 << (k - 1)), truncated to `bits`; 1 <= k <= bits
-    void or_shifted(uint64_t* dst, const uint64_t* src, int64_t k) const {
+    // dst |= src << k, truncated to `bits`; 1 <= k <= bits.  src has length src_len;
+    // returns a length for what this adds to dst.
+    int or_shifted(uint64_t* dst, const uint64_t* src, int src_len, int64_t k) const {
+        if (src_len == 0) return 0;
         int64_t ws = k >> 6, bs = k & 63;
-        for (int64_t i = words - 1; i >= ws; --i) {
+        // src[src_len] is zero (or past the end, when the top is words - 1): it may carry
+        int64_t top = std::min<int64_t>(words - 1, ws + src_len);
+        for (int64_t i = top; i >= ws; --i) {
             uint64_t v = src[i - ws] << bs;
             if (bs && i - ws - 1 >= 0) v |= src[i - ws - 1] >> (64 - bs);
             dst[i] |= v;
         }
-        int64_t d = k - 1;
-        dst[d >> 6] |= uint64_t(1) << (d & 63);
         dst[words - 1] &= last_mask;
+        return int(top + 1);
     }
-    bool any(const uint64_t* b) const {
-        for (int i = 0; i < words; ++i)
+    // sets bit d (< bits); returns a length for it
+    static int set(uint64_t* b, int64_t d) {
+        b[d >> 6] |= uint64_t(1) << (d & 63);
+        return int((d >> 6) + 1);
+    }
+    static bool any(const uint64_t* b, int len) {
+        for (int i = 0; i < len; ++i)
             if (b[i]) return true;
         return false;
     }

@@ -168,6 +168,7 @@ public:
         }
         bits.init(p.window);
         anc.assign(size_t(p.window) * bits.words, 0);
+        anc_len.assign(size_t(p.window), 0);
         reach.assign(bits.words, 0);
         direct_stamp.assign(size_t(p.window), -1);
     }
@@ -201,6 +202,8 @@ private:
     Callbacks& cb;
     Bits bits;
     std::vector<uint64_t> anc, reach;
+    std::vector<int32_t> anc_len;  // per window slot (Bits: words past it are zero)
+    int reach_len = 0;
     // the step at which each op of the window (slot op % window) last had a conflict: read
     // only for ops within the window, so older ops need no slot
     std::vector<int64_t> direct_stamp;
@@ -233,6 +236,19 @@ private:
     }
 
     uint64_t* ancestors(int64_t op) { return &anc[size_t(op % P.window) * bits.words]; }
+    int32_t& ancestors_len(int64_t op) { return anc_len[size_t(op % P.window)]; }
+    void clear_reach() {
+        std::fill(reach.begin(), reach.begin() + reach_len, 0);
+        reach_len = 0;
+    }
+    // op j's ancestors are `reach` (its first `len` words)
+    void set_ancestors(int64_t j, int len) {
+        uint64_t* mine = ancestors(j);
+        int32_t& mine_len = ancestors_len(j);
+        std::copy(reach.begin(), reach.begin() + len, mine);
+        if (mine_len > len) std::fill(mine + len, mine + mine_len, 0);
+        mine_len = len;
+    }
 
     afn::Layout row_layout(int64_t r) const {
         afn::Layout L;
@@ -615,9 +631,12 @@ private:
         return true;
     }
 
-    void set_reach(uint64_t* target, int64_t i, int64_t d) {
-        // target |= (ancestors[i] << (d + 1)) | (1 << d)
-        bits.or_shifted(target, ancestors(i), d + 1);
+    // While op j's accesses are scanned, `reach` holds the ancestors of the sources of the
+    // conflicts found so far (the sources themselves only as one another's ancestors).
+    void add_ancestors_of(int64_t i, int64_t d) {
+        // reach |= ancestors[i] << (d + 1)
+        int len = bits.or_shifted(reach.data(), ancestors(i), ancestors_len(i), d + 1);
+        if (len > reach_len) reach_len = len;
     }
 
     // A candidate of op i is implied for op j when i is already an ancestor through the
@@ -630,16 +649,16 @@ private:
     void conflict(int64_t j, const Record& old, int kind, int64_t r) {
         found.push_back(Found{old.op, kind, old.row, int32_t(r)});
         int64_t d = j - 1 - old.op;
-        if (d < P.window) {
-            direct_stamp[size_t(old.op % P.window)] = j;
-            set_reach(reach.data(), old.op, d);
+        if (d < P.window && direct_stamp[size_t(old.op % P.window)] != j) {
+            direct_stamp[size_t(old.op % P.window)] = j;  // once per source
+            add_ancestors_of(old.op, d);
         }
     }
 
     bool step(int64_t j) {
         found.clear();
         pending.clear();
-        std::fill(reach.begin(), reach.end(), 0);
+        clear_reach();
         const int64_t W = P.window;
         for (int64_t r = R.op_starts[j]; r < R.op_starts[j + 1]; ++r) {
             Memory& st = mem[size_t(R.group(r))];
@@ -756,14 +775,14 @@ private:
         uint64_t* mine = ancestors(j);
         if (P.prune) {
             if (!found.empty()) prune(j);
-            else std::fill(mine, mine + bits.words, 0);
+            else set_ancestors(j, 0);
         } else if (found.size() > 1) {
             std::stable_sort(found.begin(), found.end(),
                              [](const Found& a, const Found& b) { return a.op < b.op; });
         }
         // records of op j go in after all of its accesses (an op never depends on itself)
         bool replace_reads = P.retire && (P.prune & (1 << WAR));
-        bool have_reach = replace_reads && bits.any(mine);
+        bool have_reach = replace_reads && Bits::any(mine, ancestors_len(j));
         for (const Pending& pd : pending) {
             Memory& st = mem[size_t(pd.group)];
             int64_t r = pd.row;
@@ -809,12 +828,14 @@ private:
         return true;
     }
 
+    // The reference (dependencies._prune) walks the sources from the latest down and drops
+    // an edge of a prunable kind whose source is an ancestor of the sources it kept. The
+    // kept sources' ancestors are all the found sources' ancestors (a dropped source is an
+    // ancestor of a kept one, and the window's sets are closed under ancestry), so `reach`
+    // from the scan decides alike, and with the sources added it is op j's ancestor set.
     void prune(int64_t j) {
         std::stable_sort(found.begin(), found.end(),
                          [](const Found& a, const Found& b) { return a.op > b.op; });
-        uint64_t* mine = ancestors(j);
-        // `reach` is free here: reuse it for the kept edges' ancestors
-        std::fill(reach.begin(), reach.end(), 0);
         kept.clear();
         int64_t W = P.window;
         int32_t last_source = -1;  // found is sorted by op: sources form a run
@@ -822,18 +843,17 @@ private:
         for (const Found& f : found) {
             int64_t d = j - 1 - f.op;
             if (!(f.op == last_source && last_kept)) {
-                if ((P.prune & (1 << f.kind)) && d < W && Bits::test(reach.data(), d)) {
-                    last_source = f.op;
-                    last_kept = false;
-                    continue;
-                }
                 last_source = f.op;
-                last_kept = true;
-                if (d < W) set_reach(reach.data(), f.op, d);
+                last_kept = !((P.prune & (1 << f.kind)) && d < W && Bits::test(reach.data(), d));
+                if (!last_kept) continue;
             }
             kept.push_back(f);
         }
-        std::copy(reach.begin(), reach.end(), mine);
+        for (const Found& f : found) {
+            int64_t d = j - 1 - f.op;
+            if (d < W) reach_len = std::max(reach_len, Bits::set(reach.data(), d));
+        }
+        set_ancestors(j, reach_len);
         std::stable_sort(kept.begin(), kept.end(),
                          [](const Found& a, const Found& b) { return a.op < b.op; });
         found.swap(kept);
