@@ -11,6 +11,9 @@ Each input (a byte string) is decoded into one of:
   decides (True/False), its answer must equal the pure-Python reference's;
 * diophantine: NumPy's random test problems (3-9 terms), as one layout against a cell or
   split between two layouts, compared with the reference in the same way;
+* covers: the compiled ``covers`` rules and product form (``_native.covers``,
+  ``_native._product_form``) on the differential layouts, against ``api._covers_by_rules``
+  and ``radix.product_form``;
 * count3: the three-term solution count (``_native._count3``) on garbage ints and, on the
   search's own kind of inputs, against the reference's ``search._count3``.
 
@@ -131,10 +134,17 @@ def indices(lay):
 def check_garbage(src: Bytes):
     nargs = src.pick(5)
     args = [garbage(src) for _ in range(nargs)]
-    fn = _native.intersects if src.pick(2) else _native.has_internal_overlap
+    fn = [_native.intersects, _native.has_internal_overlap, _native.covers,
+          _native._product_form][src.pick(4)]
     try:
         r = fn(*args)
     except TypeError:
+        return
+    except OverflowError:  # _product_form's "does not fit"
+        assert fn is _native._product_form
+        return
+    if fn is _native._product_form:
+        assert r is None or type(r) is tuple, (args, r)
         return
     assert r is True or r is False or r is None or r is NotImplemented, (fn, args, r)
 
@@ -153,6 +163,39 @@ def check_differential(src: Bytes):
     if isinstance(got_i, bool):
         ref = api._internal(*a) is not None
         assert got_i == ref, ("has_internal_overlap", a, got_i, ref)
+    check_covers(a, b)
+
+
+def check_covers(a, b):
+    """The compiled covers rules answer as the reference's, or False where the reference
+    has no rule and b has a cell outside a (checked with the exact solver, cell by cell for
+    small b); the compiled product form is the reference's."""
+    from aliasflow.solver.radix import product_form
+
+    got = _native.covers(a, b)
+    na, nb = api._nf(a), api._nf(b)
+    if got is None:
+        return
+    ref = api._covers_by_rules(na, nb)
+    if ref is None:
+        assert got is False or got is NotImplemented, ("covers", a, b, got)
+        if got is False and indices(b) <= 4096:
+            try:
+                cells = api.footprint(b).tolist()
+            except OverflowError:  # cells past int64: the footprint is not enumerated
+                cells = None
+            if cells is not None:
+                assert any(not api.intersects(a, (c, (), ())) for c in cells), ("covers", a, b)
+    else:
+        assert got is ref, ("covers", a, b, got, ref)
+    try:
+        pf = _native._product_form(a, b)
+    except OverflowError:
+        return
+    want = None if na is None or nb is None else product_form(na[:3], nb[:3])
+    if want is not None:
+        want = (tuple(want[0]), tuple(want[1][0]), tuple(want[1][1]))
+    assert pf == want, ("_product_form", a, b, pf, want)
 
 
 def check_diophantine(src: Bytes):

@@ -3,7 +3,7 @@
 Random programs over shared, partly overlapping, reinterpreted and huge virtual memory (views
 with negative and zero strides, offsets near 2^62, storages above 2^64) are analysed by the
 compiled walk and by the Python reference: the edges must be the same, in the same order, in
-all three modes and with random ancestor windows. Garbage goes to both entry points at the
+all three modes, with random ancestor windows and covers limits. Garbage goes to both entry points at the
 boundary: only a result, None or a TypeError/ValueError may come back, never a crash.
 ``same_views`` (does a graph's op list still have its views?) is compared with the Python
 loops of ``OpViews.mismatch`` after random changes to a program, and fed garbage too.
@@ -23,7 +23,7 @@ import numpy as np
 
 import aliasflow as af
 from aliasflow import solver
-from aliasflow.analysis import compiled, dependencies as deps, schedule
+from aliasflow.analysis import compiled, dependencies as deps, records, schedule
 from aliasflow.analysis.lower import element_cells
 
 MODES = [(True, ("WAR", "WAW")), (True, ("RAW", "WAR", "WAW")), (False, ())]
@@ -94,15 +94,17 @@ def keys(found):
 def check_program(rng: random.Random) -> None:
     ops = random_program(rng)
     retire, prune = rng.choice(MODES)
-    saved = deps.WINDOW, deps._MASK
+    saved = deps.WINDOW, deps._MASK, deps.COVERS_LIMIT, records.COVERS_LIMIT
     if rng.random() < 0.3:
         w = rng.randint(1, 80)
         deps.WINDOW, deps._MASK = w, (1 << w) - 1
+    if rng.random() < 0.3:  # writes past the limit: cover tests without enumerating cells
+        deps.COVERS_LIMIT = records.COVERS_LIMIT = rng.randint(0, 12)
     try:
         got = keys(deps.ordering_edges(ops, retire=retire, prune=prune))
         want = keys(deps.reference_edges(ops, retire=retire, prune=prune))
     finally:
-        deps.WINDOW, deps._MASK = saved
+        deps.WINDOW, deps._MASK, deps.COVERS_LIMIT, records.COVERS_LIMIT = saved
     if got != want:
         raise AssertionError(f"compiled and reference edges differ: {ops}")
 

@@ -396,6 +396,25 @@ def has_internal_overlap(a) -> bool:
         return True
 
 
+def _covers_by_rules(na, nb):
+    """:func:`covers` of normal forms by its rules before enumerating: True, False, or None
+    when none applies (the compiled ``covers`` follows them, and adds one of its own)."""
+    if nb is None:
+        return True
+    if na is None:
+        return False
+    if nb[0] < na[0] or nb[4] > na[4]:
+        return False
+    if na[1:3] == nb[1:3] and na[0] == nb[0]:
+        return True
+    if na[1] == (1,) or not na[1]:
+        return True
+    pf = product_form(na[:3], nb[:3])
+    if pf is not None:
+        return all(ap_subset(q, p) for p, q in zip(pf[1][0], pf[1][1]))
+    return None
+
+
 def covers(a, b, limit=None) -> bool:
     """Conservatively: is ``footprint(b)`` a subset of ``footprint(a)``?
 
@@ -413,20 +432,21 @@ def covers(a, b, limit=None) -> bool:
     >>> covers((5, (2, 2), (4, 1)), (0, (4, 4), (4, 1)))
     False
     """
+    rules = True  # the rules before enumerating: here, or decided by the compiled ones
+    nat = _native
+    if nat is not None:
+        try:
+            r = nat.covers(_exact(a), _exact(b))
+        except TypeError:  # not exact tuples of ints: the general path converts them
+            r = None
+        if r is True or r is False:
+            return r
+        rules = r is None  # NotImplemented: none of them answers
     na, nb = _nf(a), _nf(b)
-    if nb is None:
-        return True
-    if na is None:
-        return False
-    if nb[0] < na[0] or nb[4] > na[4]:
-        return False
-    if na[1:3] == nb[1:3] and na[0] == nb[0]:
-        return True
-    if na[1] == (1,) or not na[1]:
-        return True
-    pf = product_form(na[:3], nb[:3])
-    if pf is not None:
-        return all(ap_subset(q, p) for p, q in zip(pf[1][0], pf[1][1]))
+    if rules:
+        r = _covers_by_rules(na, nb)
+        if r is not None:
+            return r
     size = 1
     for n in nb[2]:
         size *= n

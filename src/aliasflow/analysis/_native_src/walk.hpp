@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../../solver/_native_src/overlap.hpp"
+#include "../../solver/_native_src/radix.hpp"
 #include "index.hpp"
 
 namespace afw {
@@ -436,8 +437,9 @@ private:
         return cb.intersects(a, b, out);
     }
 
-    // solver.covers(new, old) for a non-dense new write: the cheap exact rules here, the
-    // rest in Python (the same function the reference calls)
+    // solver.covers(new, old, covers_limit) for a non-dense new write: its rules here (radix.hpp)
+    // but the last, enumerating old's cells, which goes to Python (the function the
+    // reference calls)
     bool covers(int64_t r, const Record& old, bool& out) {
         int64_t buf[2];
         afn::Layout a = row_layout(r), b = rec_layout(old, buf);
@@ -445,40 +447,23 @@ private:
             afn::Normal na, nb;
             afn::normalise(a, na);
             afn::normalise(b, nb);
-            if (nb.empty) { out = true; return true; }
-            if (na.empty) { out = false; return true; }
-            if (nb.lo < na.lo || nb.hi > na.hi) { out = false; return true; }
-            if (na.lo == nb.lo && na.n == nb.n &&
-                std::equal(na.strides, na.strides + na.n, nb.strides) &&
-                std::equal(na.sizes, na.sizes + na.n, nb.sizes)) {
-                out = true;
+            int c = afn::covers(na, nb);
+            if (c == afn::YES || c == afn::NO) {
+                out = c == afn::YES;
                 return true;
             }
-            if (na.n == 0 || (na.n == 1 && na.strides[0] == 1)) {
-                out = true;
+            // the cells of old's normal form (as covers counts them) past the limit: False
+            afn::i128 cells = 1;  // stays at most the limit (below 2^63) times a size at most it
+            for (int k = 0; k < nb.n && cells <= P.covers_limit; ++k)
+                cells = nb.sizes[k] > P.covers_limit ? P.covers_limit + 1 : cells * nb.sizes[k];
+            if (cells > P.covers_limit) {
+                out = false;
                 return true;
             }
-            // solver.covers never answers True wrongly: one cell of old outside the write
-            // makes its answer False too
-            if (cell_outside(na, nb)) { out = false; return true; }
         } catch (afn::Overflow&) {
         }
         return cb.covers(a, b, out);
     }
-    // Is one of b's corner cells (its lowest and highest, and their neighbours along each
-    // dim: cells, as normal-form sizes are at least 2) certainly not a cell of a?
-    static bool cell_outside(const afn::Normal& a, const afn::Normal& b) {
-        afn::Normal point;  // ndim 0: the one cell lo == hi
-        auto outside = [&](afn::i128 x) {
-            point.lo = point.hi = x;
-            return afn::pair(a, point, CELL_BUDGET) == afn::NO;
-        };
-        if (outside(b.lo) || outside(b.hi)) return true;
-        for (int k = 0; k < b.n; ++k)
-            if (outside(b.lo + b.strides[k]) || outside(b.hi - b.strides[k])) return true;
-        return false;
-    }
-    static constexpr long CELL_BUDGET = 2000;  // per cell; past it the cell proves nothing
 
     // layout size (indices, with repeats), capped just above the limit
     int64_t size_of(const afn::Layout& L) const {

@@ -16,7 +16,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <new>
+
 #include "overlap.hpp"
+#include "radix.hpp"
 
 namespace {
 
@@ -138,6 +141,106 @@ PyObject* py_internal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return answer(afn::internal_overlap(a, budget));
 }
 
+// covers(a, b): api.covers' rules but the last (radix.hpp); NotImplemented when only that
+// one (enumerating b's cells) can answer, None when a value does not fit.
+PyObject* py_covers(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "covers(a, b) takes 2 arguments, got %zd", nargs);
+        return nullptr;
+    }
+    int64_t buf_a[2 * afn::MAX_NDIM], buf_b[2 * afn::MAX_NDIM];
+    afn::Layout a, b;
+    int ra = read_layout(args[0], buf_a, a);
+    if (ra < 0) return nullptr;
+    int rb = read_layout(args[1], buf_b, b);
+    if (rb < 0) return nullptr;
+    if (!ra || !rb) Py_RETURN_NONE;
+    int r;
+    try {
+        afn::Normal na, nb;
+        afn::normalise(a, na);
+        afn::normalise(b, nb);
+        r = afn::covers(na, nb);
+    } catch (afn::Overflow&) {
+        Py_RETURN_NONE;
+    } catch (std::bad_alloc&) {
+        return PyErr_NoMemory();
+    }
+    if (r == afn::UNDECIDED) Py_RETURN_NOTIMPLEMENTED;
+    return answer(r);
+}
+
+PyObject* int128(afn::i128 v) {  // values here are below 2^127 in magnitude
+    if (afn::fits64(v)) return PyLong_FromLongLong((long long)v);
+    char digits[48], *p = digits + sizeof digits;
+    *--p = 0;
+    bool negative = v < 0;
+    unsigned __int128 u = negative ? -(unsigned __int128)v : (unsigned __int128)v;
+    do { *--p = char('0' + int(u % 10)); u /= 10; } while (u);
+    if (negative) *--p = '-';
+    return PyLong_FromString(p, nullptr, 10);
+}
+
+// _product_form(a, b): radix.hpp's product form of two layouts' normal forms, for the tests
+// (they compare it with radix.product_form): (chain, aps of a, aps of b), each a tuple of
+// ints or of (start, step, count); None when there is none (or a layout is empty);
+// OverflowError when a value does not fit.
+PyObject* py_product_form(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "_product_form(a, b) takes 2 arguments, got %zd", nargs);
+        return nullptr;
+    }
+    int64_t buf_a[2 * afn::MAX_NDIM], buf_b[2 * afn::MAX_NDIM];
+    afn::Layout a, b;
+    int ra = read_layout(args[0], buf_a, a);
+    if (ra < 0) return nullptr;
+    int rb = read_layout(args[1], buf_b, b);
+    if (rb < 0) return nullptr;
+    afn::radix::Chain chain;
+    std::vector<afn::radix::AP> pa, pb;
+    try {
+        if (!ra || !rb) throw afn::Overflow();
+        afn::Normal na, nb;
+        afn::normalise(a, na);
+        afn::normalise(b, nb);
+        if (na.empty || nb.empty) Py_RETURN_NONE;
+        afn::radix::View va{na.lo, na.n, na.strides, na.sizes};
+        afn::radix::View vb{nb.lo, nb.n, nb.strides, nb.sizes};
+        if (!afn::radix::product_form(va, vb, pa, pb, &chain)) Py_RETURN_NONE;
+    } catch (afn::Overflow&) {
+        PyErr_SetString(PyExc_OverflowError, "_product_form: a value does not fit");
+        return nullptr;
+    } catch (std::bad_alloc&) {
+        return PyErr_NoMemory();
+    }
+    PyObject* out = PyTuple_New(3);
+    if (!out) return nullptr;
+    PyObject* c = PyTuple_New(Py_ssize_t(chain.size()));
+    if (c) PyTuple_SET_ITEM(out, 0, c);
+    for (size_t k = 0; c && k < chain.size(); ++k) {
+        PyObject* v = int128(chain[k]);
+        if (!v) { Py_DECREF(out); return nullptr; }
+        PyTuple_SET_ITEM(c, Py_ssize_t(k), v);
+    }
+    if (!c) { Py_DECREF(out); return nullptr; }
+    for (int side = 0; side < 2; ++side) {
+        const std::vector<afn::radix::AP>& aps = side == 0 ? pa : pb;
+        PyObject* t = PyTuple_New(Py_ssize_t(aps.size()));
+        if (!t) { Py_DECREF(out); return nullptr; }
+        PyTuple_SET_ITEM(out, 1 + side, t);
+        for (size_t k = 0; k < aps.size(); ++k) {
+            PyObject* s = int128(aps[k].start);
+            PyObject* m = s ? int128(aps[k].step) : nullptr;
+            PyObject* n = m ? int128(aps[k].count) : nullptr;
+            PyObject* ap = n ? PyTuple_Pack(3, s, m, n) : nullptr;
+            Py_XDECREF(s); Py_XDECREF(m); Py_XDECREF(n);
+            if (!ap) { Py_DECREF(out); return nullptr; }
+            PyTuple_SET_ITEM(t, Py_ssize_t(k), ap);
+        }
+    }
+    return out;
+}
+
 // _count3(c1, u1, c2, u2, c3, s, step, count, d): afn::count3, for the tests only (they
 // compare it with a brute force and with search._count3); None when a value does not fit.
 PyObject* py_count3(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -173,6 +276,12 @@ PyMethodDef methods[] = {
     {"has_internal_overlap", (PyCFunction)(void (*)(void))py_internal, METH_FASTCALL,
      "has_internal_overlap(a[, budget]) -> True/False, None or NotImplemented as for "
      "intersects."},
+    {"covers", (PyCFunction)(void (*)(void))py_covers, METH_FASTCALL,
+     "covers(a, b) -> True/False by api.covers' rules up to its last; NotImplemented when "
+     "only enumerating b's cells can answer; None when values are too large."},
+    {"_product_form", (PyCFunction)(void (*)(void))py_product_form, METH_FASTCALL,
+     "_product_form(a, b) -> (chain, aps of a, aps of b) or None: the compiled "
+     "radix.product_form of two layouts' normal forms (for tests)."},
     {"_count3", (PyCFunction)(void (*)(void))py_count3, METH_FASTCALL,
      "_count3(c1, u1, c2, u2, c3, s, step, count, d): the three-term solution count of the "
      "compiled search (for tests)."},
