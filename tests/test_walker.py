@@ -255,7 +255,8 @@ def test_example_programs_give_the_reference_edges(name):
 
 def test_benchmark_traces_give_the_reference_edges():
     """The benchmark's transformer and non-dense traces (real-program shapes: arenas, KV
-    ring buffers, head blocks, windows, transposed tiles), in all three modes."""
+    ring buffers, head blocks, windows, transposed tiles; writes past the cell limit), in
+    all three modes."""
     import sys
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
@@ -263,11 +264,44 @@ def test_benchmark_traces_give_the_reference_edges():
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
     for ops in (make_trace(1500, seed=5), make_nondense_trace(800, seed=6),
-                make_nondense_trace(800, seed=7, arena=True)):
+                make_nondense_trace(800, seed=7, arena=True),
+                make_nondense_trace(800, seed=8, tokens=512, heads=12, head_dim=64)):
         for retire, prune in MODES:
             part = ops if retire else ops[:400]
             got, want = both(part, retire, prune)
             assert got == want and len(got) > 100
+
+
+def test_writes_past_the_cell_limit_give_the_reference_edges():
+    """Blocked attention at a size where head blocks (128 x 64 cells) are past the cell
+    limit: whole-block writes over row chunks of the block (covered: a product form),
+    of the next head (a corner cell outside) and over row bands (no rule but enumeration:
+    Python decides)."""
+    import random
+    rng = random.Random(3)
+    T, H, D = 128, 4, 64
+    qkv, out = af.Tensor("qkv", (T, 3 * H * D)), af.Tensor("out", (T, H * D))
+    ops = []
+    for k in range(300):
+        h, p = rng.randrange(H), rng.randrange(3)
+        block = qkv[:, (p * H + h) * D:(p * H + h + 1) * D]
+        c = rng.random()
+        if c < 0.4:
+            a = rng.randrange(0, T, 32)
+            op = af.TransformOperation(f"r{k}").set_inputs(block[a:a + 32]) \
+                .set_outputs(out[a:a + 32, h * D:(h + 1) * D])
+        elif c < 0.7:
+            op = af.TransformOperation(f"w{k}").set_inputs(out[:, h * D:(h + 1) * D]) \
+                .set_outputs(block)
+        elif c < 0.85:
+            a = rng.randrange(0, T, 16)
+            op = af.ReduceOperation(f"s{k}", axis=-1).set_inputs(qkv[a:a + 16])
+        else:
+            op = af.FillOperation(f"f{k}", 0.0).set_outputs(qkv[rng.randrange(T), ::3])
+        ops.append(op)
+    for retire, prune in MODES:
+        got, want = both(ops, retire, prune)
+        assert got == want and len(got) > 300
 
 
 def test_a_traced_pytorch_training_step_gives_the_reference_edges():
