@@ -8,7 +8,9 @@ the same order (tests compare them on random programs). It returns edges as inte
 It tests fewer pairs than the reference, never with another outcome: column boxes (rows as
 long as the strides of each memory group's first accesses, ``_native_src/index.hpp``) leave
 out pairs that share no cell, and a write of at most ``COVERS_LIMIT`` cells judges what it
-leaves of a record by its cells instead of asking ``solver.covers``.
+leaves of a record by its cells instead of asking ``solver.covers``. A larger write asks
+``solver.covers``' rules in compiled code (``solver/_native_src/radix.hpp``), and Python
+only where enumerating the record's cells is the rule that answers.
 
 ``AF_PURE=1`` selects the reference (as for the solver); so does a build without the
 extension.
