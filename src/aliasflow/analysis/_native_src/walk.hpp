@@ -762,8 +762,7 @@ private:
             if (!found.empty()) prune(j);
             else set_ancestors(j, 0);
         } else if (found.size() > 1) {
-            std::stable_sort(found.begin(), found.end(),
-                             [](const Found& a, const Found& b) { return a.op < b.op; });
+            sort_by_op(found, false);
         }
         // records of op j go in after all of its accesses (an op never depends on itself)
         bool replace_reads = P.retire && (P.prune & (1 << WAR));
@@ -818,9 +817,26 @@ private:
     // kept sources' ancestors are all the found sources' ancestors (a dropped source is an
     // ancestor of a kept one, and the window's sets are closed under ancestry), so `reach`
     // from the scan decides alike, and with the sources added it is op j's ancestor set.
+    // a stable sort by source op: a handful of conflicts per op, so insertion (no buffer
+    // to allocate, as std::stable_sort's) unless there are many
+    static void sort_by_op(std::vector<Found>& v, bool descending) {
+        auto before = [descending](const Found& a, const Found& b) {
+            return descending ? a.op > b.op : a.op < b.op;
+        };
+        if (v.size() > 32) {
+            std::stable_sort(v.begin(), v.end(), before);
+            return;
+        }
+        for (size_t i = 1; i < v.size(); ++i) {
+            Found x = v[i];
+            size_t k = i;
+            for (; k > 0 && before(x, v[k - 1]); --k) v[k] = v[k - 1];
+            v[k] = x;
+        }
+    }
+
     void prune(int64_t j) {
-        std::stable_sort(found.begin(), found.end(),
-                         [](const Found& a, const Found& b) { return a.op > b.op; });
+        sort_by_op(found, true);
         kept.clear();
         int64_t W = P.window;
         int32_t last_source = -1;  // found is sorted by op: sources form a run
@@ -839,8 +855,14 @@ private:
             if (d < W) reach_len = std::max(reach_len, Bits::set(reach.data(), d));
         }
         set_ancestors(j, reach_len);
-        std::stable_sort(kept.begin(), kept.end(),
-                         [](const Found& a, const Found& b) { return a.op < b.op; });
+        // kept is in descending op order: ascending, each op's run kept in its order
+        std::reverse(kept.begin(), kept.end());
+        for (auto run = kept.begin(); run != kept.end();) {
+            auto end = run;
+            while (end != kept.end() && end->op == run->op) ++end;
+            std::reverse(run, end);
+            run = end;
+        }
         found.swap(kept);
     }
 };
