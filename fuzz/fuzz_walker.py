@@ -3,8 +3,9 @@
 Random programs over shared, partly overlapping, reinterpreted and huge virtual memory (views
 with negative and zero strides, offsets near 2^62, storages above 2^64) are analysed by the
 compiled walk and by the Python reference: the edges must be the same, in the same order, in
-all three modes, with random ancestor windows and covers limits. Garbage goes to both entry points at the
-boundary: only a result, None or a TypeError/ValueError may come back, never a crash.
+all three modes, with random ancestor windows and covers limits. Garbage goes to both entry
+points at the boundary: only a result, None or a TypeError/ValueError may come back, never a
+crash.
 ``same_views`` (does a graph's op list still have its views?) is compared with the Python
 loops of ``OpViews.mismatch`` after random changes to a program, and fed garbage too.
 
