@@ -17,6 +17,11 @@
 #include <unordered_map>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "../../solver/_native_src/overlap.hpp"
 #include "../../solver/_native_src/radix.hpp"
 #include "index.hpp"
@@ -28,12 +33,12 @@ enum { RAW = 0, WAR = 1, WAW = 2 };
 
 // The access table, rows in program order (see analysis/lower.py). A row is one access:
 // (op, mode, view). Its cells are its view's: the view's group, extent and layout in the
-// group's cells. Rows of one view (programs reuse views a lot) share that, so a row costs
-// nine bytes and the per-view answers below (normal forms, shape ids, cells) are made once
-// per view.
+// group's cells. Rows of one view (programs reuse views a lot) share that, and a row's op
+// is its place between op_starts, so a row costs five bytes and the per-view answers below
+// (normal forms, shape ids, cells) are made once per view.
 struct Rows {
-    // per row
-    std::vector<int32_t> op, view;
+    // per row (its op: the row's place between op_starts)
+    std::vector<int32_t> view;
     std::vector<int8_t> mode;
     std::vector<int32_t> op_starts;   // n_ops + 1 entries
     // per view; view v's dims are shape/stride[v_dims_start[v] : v_dims_start[v] + v_ndim[v]]
@@ -43,7 +48,7 @@ struct Rows {
     std::vector<int8_t> v_ndim;
     std::vector<int64_t> shape, stride;
 
-    int64_t size() const { return int64_t(op.size()); }
+    int64_t size() const { return int64_t(view.size()); }
     int64_t n_views() const { return int64_t(v_low.size()); }
     size_t v(int64_t r) const { return size_t(view[size_t(r)]); }
     int32_t group(int64_t r) const { return v_group[v(r)]; }
@@ -56,7 +61,7 @@ struct Rows {
     const int64_t* stride_of(int64_t r) const { return stride.data() + v_dims_start[v(r)]; }
     // drop the growth slack (one array at a time, so the peak grows by one array at most)
     void shrink() {
-        op.shrink_to_fit(); view.shrink_to_fit(); mode.shrink_to_fit();
+        view.shrink_to_fit(); mode.shrink_to_fit();
         op_starts.shrink_to_fit();
         v_group.shrink_to_fit(); v_dense.shrink_to_fit(); v_low.shrink_to_fit();
         v_high.shrink_to_fit(); v_offset.shrink_to_fit(); v_dims_start.shrink_to_fit();
@@ -77,16 +82,42 @@ struct Record {
 
 struct Edge { int32_t src, dst, kind, src_row, dst_row; };
 
-// The edges, in one malloc'd array grown by realloc. A large array is mapped memory, which
-// realloc moves without a copy (a vector's growth holds the old and the new array at once,
-// three times the edges at the peak), and pages past the end are never touched. walker.cpp
-// hands the array to Python as it is (an EdgeBuffer), so the edges are never copied either.
+// The edges, in one array that grows without a copy: on Linux its own mapping, grown by
+// mremap (malloc's realloc copies blocks below its mmap threshold, which glibc raises as a
+// process frees large blocks, and the copy holds the edges twice at the peak); elsewhere
+// realloc. Pages past the end are never touched. walker.cpp hands the array to Python as
+// it is (an EdgeBuffer), so the edges are never copied either.
+namespace edge_memory {
+#if defined(__linux__)
+inline size_t round(size_t bytes) {
+    static const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    return (bytes + page - 1) / page * page;
+}
+// `old` (of `old_bytes`, 0 for none) resized to at least `bytes` (> 0); nullptr if refused
+inline void* resize(void* old, size_t old_bytes, size_t bytes, size_t& got) {
+    got = round(bytes);
+    void* p = old ? mremap(old, round(old_bytes), got, MREMAP_MAYMOVE)
+                  : mmap(nullptr, got, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+inline void free(void* p, size_t bytes) {
+    if (p) munmap(p, round(bytes));
+}
+#else
+inline void* resize(void* old, size_t, size_t bytes, size_t& got) {
+    got = bytes;
+    return std::realloc(old, bytes);
+}
+inline void free(void* p, size_t) { std::free(p); }
+#endif
+}  // namespace edge_memory
+
 class EdgeList {
 public:
     EdgeList() = default;
     EdgeList(const EdgeList&) = delete;
     EdgeList& operator=(const EdgeList&) = delete;
-    ~EdgeList() { std::free(data); }
+    ~EdgeList() { edge_memory::free(data, cap * sizeof(Edge)); }
     void swap(EdgeList& o) {
         std::swap(data, o.data);
         std::swap(n, o.n);
@@ -95,21 +126,27 @@ public:
     size_t size() const { return n; }
     void push_back(const Edge& x) {
         if (n == cap) {
-            size_t grown = cap ? 2 * cap : 1024;
-            void* p = std::realloc(data, grown * sizeof(Edge));
+            size_t grown = cap ? 2 * cap : 1024, bytes;
+            void* p = edge_memory::resize(data, cap * sizeof(Edge), grown * sizeof(Edge), bytes);
             if (!p) throw std::bad_alloc();
             data = static_cast<Edge*>(p);
-            cap = grown;
+            cap = bytes / sizeof(Edge);
         }
         data[n++] = x;
     }
-    // the array (trimmed to its size; nullptr when empty), now the caller's to free()
-    Edge* release(size_t& size) {
+    // the array (nullptr when empty) and its capacity in bytes, now the caller's to free
+    // with edge_memory::free; trimmed to its size
+    Edge* release(size_t& size, size_t& capacity_bytes) {
         if (n && n < cap) {
-            if (void* p = std::realloc(data, n * sizeof(Edge))) data = static_cast<Edge*>(p);
+            size_t bytes;
+            if (void* p = edge_memory::resize(data, cap * sizeof(Edge), n * sizeof(Edge), bytes)) {
+                data = static_cast<Edge*>(p);
+                cap = bytes / sizeof(Edge);
+            }
         }
         Edge* out = n ? data : nullptr;
-        if (!n) std::free(data);
+        capacity_bytes = n ? cap * sizeof(Edge) : 0;
+        if (!n) edge_memory::free(data, cap * sizeof(Edge));
         size = n;
         data = nullptr;
         n = cap = 0;
@@ -118,7 +155,7 @@ public:
 
 private:
     Edge* data = nullptr;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0;  // cap: edges that fit in the array
 };
 
 // What only Python can answer; each returns false when a Python exception is set.

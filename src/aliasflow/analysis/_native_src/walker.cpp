@@ -168,6 +168,7 @@ struct EdgeBuffer {
     PyObject_HEAD
     afw::Edge* data;
     Py_ssize_t bytes;
+    size_t capacity;  // bytes allocated (afw::edge_memory)
 };
 
 int edge_buffer_get(PyObject* self, Py_buffer* view, int flags) {
@@ -179,7 +180,8 @@ int edge_buffer_get(PyObject* self, Py_buffer* view, int flags) {
 
 void edge_buffer_dealloc(PyObject* self) {
     PyTypeObject* type = Py_TYPE(self);
-    std::free(reinterpret_cast<EdgeBuffer*>(self)->data);
+    auto* e = reinterpret_cast<EdgeBuffer*>(self);
+    afw::edge_memory::free(e->data, e->capacity);
     type->tp_free(self);
     Py_DECREF(type);  // instances of a heap type hold a reference to it
 }
@@ -199,7 +201,7 @@ PyObject* pack_edges(afw::EdgeList& edges) {
     EdgeBuffer* out = PyObject_New(EdgeBuffer, EdgeBufferType);
     if (!out) return nullptr;
     size_t n;
-    out->data = edges.release(n);
+    out->data = edges.release(n, out->capacity);
     out->bytes = Py_ssize_t(n * sizeof(afw::Edge));
     return reinterpret_cast<PyObject*>(out);
 }
@@ -460,7 +462,6 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     vstart.reserve(size_t(2 * n_ops + 1));
     afw::Rows rows;
     // about three accesses per op: little slack, and no doubling on the way for most programs
-    rows.op.reserve(size_t(3 * n_ops));
     rows.view.reserve(size_t(3 * n_ops));
     rows.mode.reserve(size_t(3 * n_ops));
     rows.op_starts.reserve(size_t(n_ops + 1));
@@ -469,9 +470,8 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     PtrMap view_cache(size_t(n_ops) / 8);
     std::vector<PyObject*> tensor_of;  // owned by `tlist`
     PtrMap tensor_index;
-    auto push_row = [&](int32_t id, int32_t op, int8_t mode) {
+    auto push_row = [&](int32_t id, int8_t mode) {
         if (id == EMPTY) return;
-        rows.op.push_back(op);
         rows.mode.push_back(mode);
         rows.view.push_back(id);
     };
@@ -512,7 +512,7 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
                 if (dup) continue;
                 // a view seen before (programs reuse views a lot) is read once
                 if (const int32_t* cached = view_cache.find(v)) {
-                    push_row(*cached, int32_t(j), int8_t(m));
+                    push_row(*cached, int8_t(m));
                     continue;
                 }
                 if (Py_TYPE(v) != (PyTypeObject*)view_type) {
@@ -545,7 +545,7 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
                     if (PyList_Append(by_entry.p, v) < 0) return nullptr;
                 }
                 view_cache.put(v, id);
-                push_row(id, int32_t(j), int8_t(m));
+                push_row(id, int8_t(m));
             }
         }
     }
@@ -695,7 +695,6 @@ PyObject* walk_table_impl(PyObject* const* args, Py_ssize_t nargs) {
         for (int64_t k = ds[r]; k < ds[r + 1]; ++k)
             if (shape[k] < 0 || shape[k] > LIM || stride[k] > LIM || stride[k] < -LIM)
                 return bad("shape or stride", r);
-        rows.op.push_back(int32_t(op[r]));
         rows.mode.push_back(int8_t(mode[r]));
         rows.view.push_back(int32_t(r));
         rows.v_group.push_back(int32_t(group[r]));
