@@ -1,5 +1,6 @@
 // What the compiled modules share at their Python boundary: a scoped reference, interned
-// attribute names, and the one reader of int64 arrays handed in from Python.
+// attribute names, the one reader of int64 arrays handed in from Python, and the guard
+// that turns running out of memory into a MemoryError.
 #pragma once
 
 #include <Python.h>
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <vector>
 
 namespace afpy {
@@ -92,6 +94,20 @@ inline bool read_int64_array(PyObject* o, std::vector<int64_t>& out, const char*
     if (len) std::memcpy(out.data(), view.buf, len * 8);
     PyBuffer_Release(&view);
     return true;
+}
+
+// A METH_FASTCALL function around impl: running out of memory anywhere in it (C++
+// containers) is a MemoryError, never an exception crossing into C. Objects held at that
+// moment may leak; the process lives on.
+template <PyObject* (*impl)(PyObject* const*, Py_ssize_t)>
+PyObject* guarded(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    try {
+        return impl(args, nargs);
+    } catch (std::bad_alloc&) {
+        return PyErr_NoMemory();
+    } catch (std::length_error&) {
+        return PyErr_NoMemory();
+    }
 }
 
 }  // namespace afpy

@@ -717,7 +717,7 @@ PyObject* walk_table_impl(PyObject* const* args, Py_ssize_t nargs) {
 // views[starts[2k]:starts[2k+1]] and views[starts[2k+1]:starts[2k+2]] (OpViews.mismatch's
 // common case; False sends it to the Python loop that says what differs). starts: 2 len(ops)
 // + 1 ints, as afpy::read_int64_array reads them (a tuple or a contiguous int64 array).
-PyObject* same_views(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+PyObject* same_views_impl(PyObject* const* args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_Format(PyExc_TypeError, "same_views takes 4 arguments, got %zd", nargs);
         return nullptr;
@@ -767,18 +767,7 @@ PyObject* same_views(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return PyBool_FromLong(same);
 }
 
-// Out of memory anywhere (the lowering's vectors, the walk) is a MemoryError, never an
-// exception crossing into C.  Objects held at that moment leak; the process lives on.
-template <PyObject* (*impl)(PyObject* const*, Py_ssize_t)>
-PyObject* guarded(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    try {
-        return impl(args, nargs);
-    } catch (std::bad_alloc&) {
-        return PyErr_NoMemory();
-    } catch (std::length_error&) {
-        return PyErr_NoMemory();
-    }
-}
+using afpy::guarded;
 
 PyMethodDef methods[] = {
     {"walk_ops", (PyCFunction)(void (*)(void))guarded<walk_ops_impl>, METH_FASTCALL,
@@ -789,7 +778,7 @@ PyMethodDef methods[] = {
      "where each op's lists start there."},
     {"walk_table", (PyCFunction)(void (*)(void))guarded<walk_table_impl>, METH_FASTCALL,
      "walk_table(n_ops, n_groups, columns, intersects, covers, progress, params) -> edges."},
-    {"same_views", (PyCFunction)(void (*)(void))same_views, METH_FASTCALL,
+    {"same_views", (PyCFunction)(void (*)(void))guarded<same_views_impl>, METH_FASTCALL,
      "same_views(ops, old_ops, views, starts) -> whether ops are old_ops with the same view "
      "objects in their lists (aliasflow.analysis.schedule.OpViews)."},
     {nullptr, nullptr, 0, nullptr}};

@@ -556,17 +556,15 @@ PyObject* view_keys(PyObject* views) {
     if (!out.p) return nullptr;
     for (Py_ssize_t i = 0; i < n; ++i) {
         PyObject* v = PyTuple_GET_ITEM(seq.p, i);
-        Ref a(PyObject_GetAttr(v, sig.shape));
-        if (!a.p) return nullptr;
-        Ref b(PyObject_GetAttr(v, sig.stride));
-        if (!b.p) return nullptr;
-        Ref c(PyObject_GetAttr(v, sig.dtype));
-        if (!c.p) return nullptr;
-        Ref d(PyObject_GetAttr(v, sig.tensor));
-        if (!d.p) return nullptr;
-        PyObject* key = PyTuple_Pack(4, a.p, b.p, c.p, d.p);
-        if (!key) return nullptr;
-        PyTuple_SET_ITEM(out.p, i, key);
+        PyObject* const fields[4] = {sig.shape, sig.stride, sig.dtype, sig.tensor};
+        Ref key(PyTuple_New(4));
+        if (!key.p) return nullptr;
+        for (int f = 0; f < 4; ++f) {
+            PyObject* value = PyObject_GetAttr(v, fields[f]);
+            if (!value) return nullptr;
+            PyTuple_SET_ITEM(key.p, f, value);
+        }
+        PyTuple_SET_ITEM(out.p, i, key.release());
     }
     return out.release();
 }

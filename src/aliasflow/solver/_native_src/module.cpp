@@ -16,12 +16,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <new>
-
+#include "../../_native_src/boundary.hpp"
 #include "overlap.hpp"
 #include "radix.hpp"
 
 namespace {
+
+using afpy::Ref;
 
 // 1: converted; 0: does not fit (hand back); -1: TypeError set.
 int read_int(PyObject* o, int64_t& out, const char* what) {
@@ -107,30 +108,44 @@ bool read_budget(PyObject* o, long& budget) {
     return true;
 }
 
-PyObject* py_intersects(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 2 && nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "intersects(a, b[, budget]) takes 2 or 3 arguments, got %zd",
+// False with a TypeError unless lo <= nargs <= hi; `call` names the function and its
+// arguments, as "intersects(a, b[, budget])"
+bool check_nargs(const char* call, Py_ssize_t nargs, Py_ssize_t lo, Py_ssize_t hi) {
+    if (lo <= nargs && nargs <= hi) return true;
+    if (lo == hi)
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, got %zd", call, lo, nargs);
+    else
+        PyErr_Format(PyExc_TypeError, "%s takes %zd or %zd arguments, got %zd", call, lo, hi,
                      nargs);
-        return nullptr;
-    }
+    return false;
+}
+
+// Layouts args[0] and args[1]: -1 with an error set, 0 when a value does not fit, 1 read.
+struct TwoLayouts {
     int64_t buf_a[2 * afn::MAX_NDIM], buf_b[2 * afn::MAX_NDIM];
     afn::Layout a, b;
-    int ra = read_layout(args[0], buf_a, a);
-    if (ra < 0) return nullptr;
-    int rb = read_layout(args[1], buf_b, b);
-    if (rb < 0) return nullptr;
+    int read(PyObject* const* args) {
+        int ra = read_layout(args[0], buf_a, a);
+        if (ra < 0) return -1;
+        int rb = read_layout(args[1], buf_b, b);
+        if (rb < 0) return -1;
+        return ra && rb;
+    }
+};
+
+PyObject* py_intersects(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (!check_nargs("intersects(a, b[, budget])", nargs, 2, 3)) return nullptr;
+    TwoLayouts t;
+    int fits = t.read(args);
+    if (fits < 0) return nullptr;
     long budget = afn::DEFAULT_BUDGET;
     if (nargs == 3 && !read_budget(args[2], budget)) return nullptr;
-    if (!ra || !rb) Py_RETURN_NONE;
-    return answer(afn::intersects(a, b, budget));
+    if (!fits) Py_RETURN_NONE;
+    return answer(afn::intersects(t.a, t.b, budget));
 }
 
 PyObject* py_internal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 1 && nargs != 2) {
-        PyErr_Format(PyExc_TypeError,
-                     "has_internal_overlap(a[, budget]) takes 1 or 2 arguments, got %zd", nargs);
-        return nullptr;
-    }
+    if (!check_nargs("has_internal_overlap(a[, budget])", nargs, 1, 2)) return nullptr;
     int64_t buf[2 * afn::MAX_NDIM];
     afn::Layout a;
     int ra = read_layout(args[0], buf, a);
@@ -143,28 +158,20 @@ PyObject* py_internal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 // covers(a, b): api.covers' rules but the last (radix.hpp); NotImplemented when only that
 // one (enumerating b's cells) can answer, None when a value does not fit.
-PyObject* py_covers(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "covers(a, b) takes 2 arguments, got %zd", nargs);
-        return nullptr;
-    }
-    int64_t buf_a[2 * afn::MAX_NDIM], buf_b[2 * afn::MAX_NDIM];
-    afn::Layout a, b;
-    int ra = read_layout(args[0], buf_a, a);
-    if (ra < 0) return nullptr;
-    int rb = read_layout(args[1], buf_b, b);
-    if (rb < 0) return nullptr;
-    if (!ra || !rb) Py_RETURN_NONE;
+PyObject* covers_impl(PyObject* const* args, Py_ssize_t nargs) {
+    if (!check_nargs("covers(a, b)", nargs, 2, 2)) return nullptr;
+    TwoLayouts t;
+    int fits = t.read(args);
+    if (fits < 0) return nullptr;
+    if (!fits) Py_RETURN_NONE;
     int r;
     try {
         afn::Normal na, nb;
-        afn::normalise(a, na);
-        afn::normalise(b, nb);
+        afn::normalise(t.a, na);
+        afn::normalise(t.b, nb);
         r = afn::covers(na, nb);
     } catch (afn::Overflow&) {
         Py_RETURN_NONE;
-    } catch (std::bad_alloc&) {
-        return PyErr_NoMemory();
     }
     if (r == afn::UNDECIDED) Py_RETURN_NOTIMPLEMENTED;
     return answer(r);
@@ -181,28 +188,45 @@ PyObject* int128(afn::i128 v) {  // values here are below 2^127 in magnitude
     return PyLong_FromString(p, nullptr, 10);
 }
 
+// a tuple of the n new references item(0), ..., item(n - 1); nullptr with an error set
+template <class F>
+PyObject* tuple_of(size_t n, F item) {
+    Ref t(PyTuple_New(Py_ssize_t(n)));
+    if (!t.p) return nullptr;
+    for (size_t k = 0; k < n; ++k) {
+        PyObject* v = item(k);
+        if (!v) return nullptr;
+        PyTuple_SET_ITEM(t.p, Py_ssize_t(k), v);
+    }
+    return t.release();
+}
+
+// (start, step, count) of each level
+PyObject* progressions(const std::vector<afn::radix::AP>& aps) {
+    return tuple_of(aps.size(), [&aps](size_t k) -> PyObject* {
+        Ref start(int128(aps[k].start));
+        Ref step(start.p ? int128(aps[k].step) : nullptr);
+        Ref count(step.p ? int128(aps[k].count) : nullptr);
+        return count.p ? PyTuple_Pack(3, start.p, step.p, count.p) : nullptr;
+    });
+}
+
 // _product_form(a, b): radix.hpp's product form of two layouts' normal forms, for the tests
 // (they compare it with radix.product_form): (chain, aps of a, aps of b), each a tuple of
 // ints or of (start, step, count); None when there is none (or a layout is empty);
 // OverflowError when a value does not fit.
-PyObject* py_product_form(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "_product_form(a, b) takes 2 arguments, got %zd", nargs);
-        return nullptr;
-    }
-    int64_t buf_a[2 * afn::MAX_NDIM], buf_b[2 * afn::MAX_NDIM];
-    afn::Layout a, b;
-    int ra = read_layout(args[0], buf_a, a);
-    if (ra < 0) return nullptr;
-    int rb = read_layout(args[1], buf_b, b);
-    if (rb < 0) return nullptr;
+PyObject* product_form_impl(PyObject* const* args, Py_ssize_t nargs) {
+    if (!check_nargs("_product_form(a, b)", nargs, 2, 2)) return nullptr;
+    TwoLayouts t;
+    int fits = t.read(args);
+    if (fits < 0) return nullptr;
     afn::radix::Chain chain;
     std::vector<afn::radix::AP> pa, pb;
     try {
-        if (!ra || !rb) throw afn::Overflow();
+        if (!fits) throw afn::Overflow();
         afn::Normal na, nb;
-        afn::normalise(a, na);
-        afn::normalise(b, nb);
+        afn::normalise(t.a, na);
+        afn::normalise(t.b, nb);
         if (na.empty || nb.empty) Py_RETURN_NONE;
         afn::radix::View va{na.lo, na.n, na.strides, na.sizes};
         afn::radix::View vb{nb.lo, nb.n, nb.strides, nb.sizes};
@@ -210,44 +234,17 @@ PyObject* py_product_form(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     } catch (afn::Overflow&) {
         PyErr_SetString(PyExc_OverflowError, "_product_form: a value does not fit");
         return nullptr;
-    } catch (std::bad_alloc&) {
-        return PyErr_NoMemory();
     }
-    PyObject* out = PyTuple_New(3);
-    if (!out) return nullptr;
-    PyObject* c = PyTuple_New(Py_ssize_t(chain.size()));
-    if (c) PyTuple_SET_ITEM(out, 0, c);
-    for (size_t k = 0; c && k < chain.size(); ++k) {
-        PyObject* v = int128(chain[k]);
-        if (!v) { Py_DECREF(out); return nullptr; }
-        PyTuple_SET_ITEM(c, Py_ssize_t(k), v);
-    }
-    if (!c) { Py_DECREF(out); return nullptr; }
-    for (int side = 0; side < 2; ++side) {
-        const std::vector<afn::radix::AP>& aps = side == 0 ? pa : pb;
-        PyObject* t = PyTuple_New(Py_ssize_t(aps.size()));
-        if (!t) { Py_DECREF(out); return nullptr; }
-        PyTuple_SET_ITEM(out, 1 + side, t);
-        for (size_t k = 0; k < aps.size(); ++k) {
-            PyObject* s = int128(aps[k].start);
-            PyObject* m = s ? int128(aps[k].step) : nullptr;
-            PyObject* n = m ? int128(aps[k].count) : nullptr;
-            PyObject* ap = n ? PyTuple_Pack(3, s, m, n) : nullptr;
-            Py_XDECREF(s); Py_XDECREF(m); Py_XDECREF(n);
-            if (!ap) { Py_DECREF(out); return nullptr; }
-            PyTuple_SET_ITEM(t, Py_ssize_t(k), ap);
-        }
-    }
-    return out;
+    Ref c(tuple_of(chain.size(), [&chain](size_t k) { return int128(chain[k]); }));
+    Ref x(c.p ? progressions(pa) : nullptr);
+    Ref y(x.p ? progressions(pb) : nullptr);
+    return y.p ? PyTuple_Pack(3, c.p, x.p, y.p) : nullptr;
 }
 
 // _count3(c1, u1, c2, u2, c3, s, step, count, d): afn::count3, for the tests only (they
 // compare it with a brute force and with search._count3); None when a value does not fit.
 PyObject* py_count3(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_Format(PyExc_TypeError, "_count3 takes 9 arguments, got %zd", nargs);
-        return nullptr;
-    }
+    if (!check_nargs("_count3", nargs, 9, 9)) return nullptr;
     int64_t v[9];
     for (int k = 0; k < 9; ++k) {
         int r = read_int(args[k], v[k], "argument");
@@ -276,10 +273,10 @@ PyMethodDef methods[] = {
     {"has_internal_overlap", (PyCFunction)(void (*)(void))py_internal, METH_FASTCALL,
      "has_internal_overlap(a[, budget]) -> True/False, None or NotImplemented as for "
      "intersects."},
-    {"covers", (PyCFunction)(void (*)(void))py_covers, METH_FASTCALL,
+    {"covers", (PyCFunction)(void (*)(void))afpy::guarded<covers_impl>, METH_FASTCALL,
      "covers(a, b) -> True/False by api.covers' rules up to its last; NotImplemented when "
      "only enumerating b's cells can answer; None when values are too large."},
-    {"_product_form", (PyCFunction)(void (*)(void))py_product_form, METH_FASTCALL,
+    {"_product_form", (PyCFunction)(void (*)(void))afpy::guarded<product_form_impl>, METH_FASTCALL,
      "_product_form(a, b) -> (chain, aps of a, aps of b) or None: the compiled "
      "radix.product_form of two layouts' normal forms (for tests)."},
     {"_count3", (PyCFunction)(void (*)(void))py_count3, METH_FASTCALL,

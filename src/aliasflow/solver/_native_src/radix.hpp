@@ -7,6 +7,7 @@
 // exactly when every level's progression of b lies in a's.
 //
 // Values are checked 128-bit integers (arith.hpp); Overflow propagates to the caller.
+// Divisions by the (positive) chain units floor, as Python's // and % do (fdiv, fmod).
 #pragma once
 
 #include <algorithm>
@@ -24,10 +25,6 @@ struct AP {
 
 typedef std::vector<i128> Chain;
 
-// floor division and modulo by a positive divisor, as Python's // and %
-inline i128 pdiv(i128 a, i128 b) { return fdiv(a, b); }
-inline i128 pmod(i128 a, i128 b) { return fmod(a, b); }
-
 // one layout of radix._try: offset, then (stride, size) dims ascending by stride
 struct View {
     i128 off;
@@ -42,9 +39,9 @@ inline bool try_view(const Chain& chain, const View& v, std::vector<AP>& aps, in
     const int L = int(chain.size());
     aps.assign(size_t(L), AP{0, 1, 1});
     for (int k = 0; k + 1 < L; ++k)
-        aps[size_t(k)].start = pmod(pdiv(v.off, chain[size_t(k)]),
-                                    pdiv(chain[size_t(k + 1)], chain[size_t(k)]));
-    aps[size_t(L - 1)].start = pdiv(v.off, chain[size_t(L - 1)]);
+        aps[size_t(k)].start = fmod(fdiv(v.off, chain[size_t(k)]),
+                                    fdiv(chain[size_t(k + 1)], chain[size_t(k)]));
+    aps[size_t(L - 1)].start = fdiv(v.off, chain[size_t(L - 1)]);
     // the dims still to place, front first (a split dim puts its upper part in front)
     std::vector<std::pair<i128, i128>> dims;
     for (int k = v.n - 1; k >= 0; --k) dims.emplace_back(v.strides[k], v.sizes[k]);
@@ -134,7 +131,7 @@ inline bool product_form(const View& a, const View& b, std::vector<AP>& pa, std:
     std::vector<i128> vals = both;
     for (const View* v : {&a, &b})
         for (i128 s : strides) {
-            i128 r = sub(v->off, pmod(v->off, s));
+            i128 r = sub(v->off, fmod(v->off, s));
             vals.push_back(r < 0 ? -r : r);
         }
     sort_unique(vals);
@@ -174,7 +171,7 @@ inline bool ap_subset(AP q, AP p) {
     if (q.count == 1) q.step = 0;
     i128 last_q = add(q.start, mul(q.step, q.count - 1));
     if (q.start < p.start || last_q > add(p.start, mul(p.step, p.count - 1))) return false;
-    if (pmod(q.start - p.start, p.step)) return false;
+    if (fmod(q.start - p.start, p.step)) return false;
     return q.step % p.step == 0;
 }
 
