@@ -39,7 +39,8 @@ def extension(name: str, source: str, depends=()) -> Extension:
 setup(
     ext_modules=[
         extension("aliasflow.solver._native", f"{SRC}/module.cpp",
-                  [f"{SRC}/overlap.hpp", f"{SRC}/radix.hpp", f"{SRC}/arith.hpp"]),
+                  [f"{SRC}/overlap.hpp", f"{SRC}/radix.hpp", f"{SRC}/arith.hpp",
+                   f"{COMMON}/boundary.hpp"]),
         extension("aliasflow.analysis._walker", f"{WALK}/walker.cpp",
                   [f"{WALK}/walk.hpp", f"{WALK}/index.hpp", f"{SRC}/overlap.hpp",
                    f"{SRC}/radix.hpp", f"{SRC}/arith.hpp", f"{COMMON}/boundary.hpp"]),
