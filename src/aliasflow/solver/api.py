@@ -89,18 +89,6 @@ def _exact(layout):
     return None
 
 
-def _compiled(name: str, *layouts):
-    """The compiled backend's ``name(*layouts)``, or None when there is no compiled backend
-    or it cannot take them (not exact tuples of ints: the general path converts them)."""
-    nat = _native
-    if nat is None:
-        return None
-    try:
-        return getattr(nat, name)(*map(_exact, layouts))
-    except TypeError:
-        return None
-
-
 def _nf(layout):
     if type(layout) is tuple:
         off, shape, stride = layout
@@ -180,11 +168,16 @@ def intersects(a, b) -> bool:
     False
     """
     budget = None
-    r = _compiled("intersects", a, b)
-    if r is NotImplemented:  # the compiled search ran out: isl next
-        budget = 0
-    elif r is not None:
-        return r
+    nat = _native  # asked inline, not through a helper: this is the hot path (~0.3 us)
+    if nat is not None:
+        try:
+            r = nat.intersects(_exact(a), _exact(b))
+        except TypeError:  # not exact tuples of ints: the general path converts them
+            r = None
+        if r is NotImplemented:  # the compiled search ran out: isl next
+            budget = 0
+        elif r is not None:
+            return r
     try:
         return _pair(_nf(a), _nf(b), False, budget=budget) is not None
     except UndecidedError:  # sound: an undecided pair counts as overlapping
@@ -386,11 +379,16 @@ def has_internal_overlap(a) -> bool:
     False
     """
     budget = None
-    r = _compiled("has_internal_overlap", a)
-    if r is NotImplemented:
-        budget = 0
-    elif r is not None:
-        return r
+    nat = _native
+    if nat is not None:
+        try:
+            r = nat.has_internal_overlap(_exact(a))
+        except TypeError:
+            r = None
+        if r is NotImplemented:
+            budget = 0
+        elif r is not None:
+            return r
     try:
         return _internal(*as_triple(a), budget) is not None
     except UndecidedError:  # sound: refusing a write through it is the safe side
@@ -434,9 +432,14 @@ def covers(a, b, limit=None) -> bool:
     >>> covers((5, (2, 2), (4, 1)), (0, (4, 4), (4, 1)))
     False
     """
-    r = _compiled("covers", a, b)  # its rules up to enumerating, or NotImplemented
-    if r is True or r is False:
-        return r
+    r = None  # the compiled rules up to enumerating: True, False or NotImplemented
+    if _native is not None:
+        try:
+            r = _native.covers(_exact(a), _exact(b))
+        except TypeError:  # not exact tuples of ints: the general path converts them
+            pass
+        if r is True or r is False:
+            return r
     na, nb = _nf(a), _nf(b)
     if r is None:  # no compiled answer: the rules here
         r = _covers_by_rules(na, nb)
