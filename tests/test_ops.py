@@ -127,3 +127,37 @@ def test_binary_callables_need_not_broadcast():
     af.BinaryOperation("mm", np.matmul).set_inputs(a.view(), b.view()).set_outputs(
         c.view()).execute()
     np.testing.assert_array_equal(c.data, a.data @ b.data)
+
+
+def test_a_result_that_is_an_outputs_own_memory_is_copied_before_any_write():
+    # the kernel returns the very array that owns A's memory (no base, owns its data): the
+    # first output's write must not change what the second output receives
+    a = af.Tensor("A", (4,), "float64", data=np.array([1.0, 2.0, 3.0, 4.0]))
+    b = af.Tensor("B", (4,), "float64")
+    owner = a[:].numpy().base
+    assert owner.base is None and owner.flags.owndata
+    af.TransformOperation("t", lambda x: owner).set_inputs(b[:]).set_outputs(
+        a[::-1], b[:]).execute()
+    assert a.data.tolist() == [4.0, 3.0, 2.0, 1.0]
+    assert b.data.tolist() == [1.0, 2.0, 3.0, 4.0]  # the value before a was written
+    # the same kernel reading nothing it returns, kept as a result: later writes to A's
+    # memory must not change op.result
+    keep = af.TransformOperation("k", lambda x: owner).set_inputs(a[:2])
+    keep.execute()
+    a.data[:] = 0
+    assert keep.result.tolist() == [4.0, 3.0, 2.0, 1.0]
+
+
+@pytest.mark.parametrize("returns", ["fresh", "owner", "view of owner", "other owner",
+                                     "bytes-backed"])
+def test_may_share_agrees_with_numpy_bounds(returns):
+    from aliasflow.core.operations import _may_share
+    a = af.Tensor("A", (6,), "float64", data=np.arange(6.0))
+    outs = [a[1:3].numpy(), a[::2].numpy()]
+    owner = outs[0].base
+    other = np.zeros(6)
+    raw = np.frombuffer(bytearray(48), np.float64)
+    value = {"fresh": np.ones(2), "owner": owner, "view of owner": owner[4:],
+             "other owner": other, "bytes-backed": raw}[returns]
+    for arrays in (outs, [raw], [other[1:]], [owner]):
+        assert _may_share(value, arrays) == any(np.may_share_memory(value, x) for x in arrays)

@@ -106,7 +106,7 @@ class Operation:
                                             f"{type(exc).__name__}: {exc}") from exc
         arrays = [out._ndarray() for out in self.output_views]
         # ...and a result kept in op.result must not change when later ops write its storage
-        if any(np.may_share_memory(value, arr) for arr in (arrays or inputs)):
+        if _may_share(value, arrays or inputs):
             value = value.copy()
         for out in self.output_views:
             if not _broadcasts(value.shape, out.shape) \
@@ -124,6 +124,26 @@ class Operation:
         ins = ", ".join(v.name for v in self.input_views)
         outs = ", ".join(v.name for v in self.output_views)
         return f"{type(self).__name__}({self.name!r}: [{ins}] -> [{outs}])"
+
+
+def _may_share(value: np.ndarray, arrays) -> bool:
+    """Whether ``value`` may share memory with one of ``arrays`` (``np.may_share_memory``'s
+    bounds test, which is never wrong when it answers False).
+
+    A kernel's result that NumPy allocated itself (it owns its memory, no base) shares none
+    with an array whose memory another live ndarray owns: two live allocations are disjoint.
+    That common case is answered here, holding the GIL: ``np.may_share_memory`` releases it,
+    and in a parallel run each release with a thread waiting for the GIL wakes that thread
+    (thousands of context switches per second of tiny ops)."""
+    if value.base is None and value.flags.owndata:
+        for arr in arrays:
+            owner = arr if arr.base is None else arr.base  # NumPy collapses bases to the owner
+            if owner is value or not (type(owner) is np.ndarray and owner.base is None
+                                      and owner.flags.owndata):
+                break
+        else:
+            return False
+    return any(np.may_share_memory(value, arr) for arr in arrays)
 
 
 def _broadcasts(a: tuple, b: tuple) -> bool:
