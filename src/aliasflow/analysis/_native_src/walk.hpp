@@ -228,8 +228,10 @@ private:
     struct Found { int32_t op, kind, src_row, dst_row; };
     struct Piece { int64_t low, high; };
     // n == 0 and left < 0: retire; n pieces: dense pieces; left >= 0: scratch[left] are the
-    // cells left of a non-dense record
-    struct Change { int32_t rid; int n; Piece p[2]; int32_t left; };
+    // cells left of a non-dense record; left == ERASE: the record's cells left lose the run
+    // [erase_from, erase_to) of their positions (a dense write cuts one run of sorted cells)
+    static constexpr int32_t ERASE = -2;
+    struct Change { int32_t rid; int n; Piece p[2]; int32_t left, erase_from, erase_to; };
     struct Pending { int32_t group, row; bool is_read; Box box; };
 
     const Rows& R;
@@ -576,7 +578,8 @@ private:
         out.erase(std::unique(out.begin(), out.end()), out.end());
     }
 
-    // _subtract: old (non-dense) less [low, high] and, if given, `cells`
+    // _subtract: old (non-dense) less the cells in [low, high] (cells == nullptr) or less
+    // `cells`; keep when none of its cells go
     // buffers subtract reuses: most calls change nothing and so allocate nothing
     std::vector<int64_t> fresh_cells, rest_cells;
     void subtract(const Record& old, int64_t low, int64_t high, const std::vector<int64_t>* cells,
@@ -590,21 +593,39 @@ private:
             cells_of(L, fresh_cells);
             left = &fresh_cells;
         }
-        // one pass over both sorted sets: left less [low, high] less `cells`
+        ch.n = 0;
+        if (!cells) {
+            // the cells in [low, high] are one run of the sorted cells: found by bisection,
+            // and a record already cut loses the run in place (no copy of the rest)
+            auto from = std::lower_bound(left->begin(), left->end(), low);
+            auto to = std::upper_bound(from, left->end(), high);
+            keep = from == to;
+            if (keep || to - from == int64_t(left->size())) return;  // nothing goes / all go
+            if (old.left >= 0) {
+                ch.left = ERASE;
+                ch.erase_from = int32_t(from - left->begin());
+                ch.erase_to = int32_t(to - left->begin());
+                return;
+            }
+            ch.left = int32_t(scratch.size());
+            scratch.emplace_back();
+            std::vector<int64_t>& rest = scratch.back();
+            rest.reserve(left->size() - size_t(to - from));
+            rest.insert(rest.end(), left->begin(), from);
+            rest.insert(rest.end(), to, left->end());
+            return;
+        }
+        // one pass over both sorted sets: left less `cells`
         std::vector<int64_t>& rest = rest_cells;
         rest.clear();
-        auto c = cells ? cells->begin() : left->end();
-        auto c_end = cells ? cells->end() : left->end();
+        auto c = cells->begin(), c_end = cells->end();
         for (int64_t x : *left) {
-            if (x >= low && x <= high) continue;
             while (c != c_end && *c < x) ++c;
             if (c != c_end && *c == x) continue;
             rest.push_back(x);
         }
-        if (rest.size() == left->size()) { keep = true; return; }
-        keep = false;
-        ch.n = 0;
-        if (rest.empty()) return;
+        keep = rest.size() == left->size();
+        if (keep || rest.empty()) return;
         ch.left = int32_t(scratch.size());
         scratch.push_back(rest);
     }
@@ -638,7 +659,7 @@ private:
                 return true;
             }
             if (old.left >= 0 || size_of(row_layout(old.row)) <= P.covers_limit) {
-                subtract(old, 0, -1, &cells, ch, keep);
+                subtract(old, 0, 0, &cells, ch, keep);
                 return true;
             }
         }
@@ -649,7 +670,7 @@ private:
             keep = true;
             return true;
         }
-        subtract(old, 0, -1, &row_cells(r), ch, keep);
+        subtract(old, 0, 0, &row_cells(r), ch, keep);
         return true;
     }
 
@@ -744,6 +765,15 @@ private:
                     if (old.dense) {
                         auto it = st.last_read.find({old.low, old.high});
                         if (it != st.last_read.end() && it->second == ch.rid) st.last_read.erase(it);
+                    }
+                    if (ch.left == ERASE) {  // a non-dense record already cut: one run goes
+                        std::vector<int64_t>& cells = lefts[size_t(old.left)];
+                        cells.erase(cells.begin() + ch.erase_from, cells.begin() + ch.erase_to);
+                        int64_t ol = old.low, oh = old.high;
+                        old.low = cells.front();
+                        old.high = cells.back();
+                        index.cut(ch.rid, old.seq, ol, oh, old.low, old.high, old.box);
+                        continue;
                     }
                     if (ch.left >= 0) {  // a non-dense record: fewer cells left
                         std::vector<int64_t>& cells = scratch[size_t(ch.left)];
