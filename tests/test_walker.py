@@ -272,6 +272,43 @@ def test_benchmark_traces_give_the_reference_edges():
             assert got == want and len(got) > 100
 
 
+def test_convolution_patches_give_the_reference_edges():
+    """im2col windows (``as_strided`` patches whose kernel and output dims share strides:
+    stride-1, stride-2 and dilated convolutions) read, while fills and rows cut them: the
+    compiled walk makes a window's cells from merged dims, the reference by enumeration."""
+    import random
+    rng = random.Random(11)
+    img = af.Tensor("img", (2, 20, 20))
+    ops = []
+    for k in range(250):
+        c = rng.random()
+        if c < 0.6:
+            step, dil = rng.choice([(1, 1), (2, 1), (1, 2), (3, 1), (2, 3)])
+            kh, oh = rng.randrange(1, 4), rng.randrange(1, 5)
+            r = rng.randrange(0, 20 - dil * (kh - 1) - step * (oh - 1))
+            col = rng.randrange(0, 20 - dil * (kh - 1) - step * (oh - 1))
+            win = img.as_strided((2, kh, kh, oh, oh), (400, 20 * dil, dil, 20 * step, step),
+                                 r * 20 + col)
+            op = af.ReduceOperation(f"conv{k}", axis=0).set_inputs(win)
+        elif c < 0.8:
+            r, col = rng.randrange(20), rng.randrange(20)
+            op = af.FillOperation(f"pad{k}", 0.0).set_outputs(img[:, r:r + 3, col])
+        else:
+            r = rng.randrange(20)
+            op = af.FillOperation(f"row{k}", 1.0).set_outputs(img[rng.randrange(2), r])
+        ops.append(op)
+    from aliasflow.analysis import records
+    saved = records.COVERS_LIMIT, deps.COVERS_LIMIT
+    for limit in (deps.COVERS_LIMIT, 40):
+        records.COVERS_LIMIT = deps.COVERS_LIMIT = limit
+        try:
+            for retire, prune in MODES:
+                got, want = both(ops, retire, prune)
+                assert got == want and len(got) > 250
+        finally:
+            records.COVERS_LIMIT, deps.COVERS_LIMIT = saved
+
+
 def test_writes_past_the_cell_limit_give_the_reference_edges():
     """Blocked attention at a size where head blocks (128 x 64 cells) are past the cell
     limit: whole-block writes over row chunks of the block (covered: a product form),

@@ -535,6 +535,20 @@ private:
             d[m++] = Dim{n, s};
         }
         std::sort(d, d + m, [](const Dim& a, const Dim& b) { return a.s < b.s; });
+        // Only the set of cells counts: a dim whose stride is k times the previous dim's,
+        // with k at most that dim's size, adds to it a progression with no gaps, so the two
+        // become one dim ({0..n-1} + k{0..n'-1} = {0..n-1 + k(n'-1)}, in steps of the smaller
+        // stride). Overlapping windows (a convolution's patches, equal strides) lose their
+        // repeated cells before they are made, and most then come out nested (no sort).
+        int w = 0;
+        for (int t = 0; t < m; ++t) {
+            if (w > 0 && d[t].s % d[w - 1].s == 0 && d[t].s / d[w - 1].s <= d[w - 1].n) {
+                d[w - 1].n += d[t].s / d[w - 1].s * (d[t].n - 1);
+                continue;
+            }
+            d[w++] = d[t];
+        }
+        m = w;
         // nested: each stride passes the span of the dims inside it, so the cells come out
         // distinct and ascending with the largest stride outermost; else sort them
         auto nested_from = [&](int first) {
