@@ -708,7 +708,10 @@ private:
         int64_t d = j - 1 - old.op;
         if (d < P.window && direct_stamp[size_t(old.op % P.window)] != j) {
             direct_stamp[size_t(old.op % P.window)] = j;  // once per source
-            add_ancestors_of(old.op, d);
+            // A source already in reach is an ancestor of a source added before, whose set
+            // holds every ancestor of it in op j's window (the sets are closed under
+            // ancestry within the window): its own set would add nothing.
+            if (!Bits::test(reach.data(), d)) add_ancestors_of(old.op, d);
         }
     }
 
