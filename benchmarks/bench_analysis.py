@@ -705,7 +705,7 @@ def parse_args(argv=None):
                    help="rounds for the speedup measurement (best of N, interleaved)")
     p.add_argument("--sound-ops", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=3, help="best of N for small sizes")
-    p.add_argument("--exec-repeats", type=int, default=7,
+    p.add_argument("--exec-repeats", type=int, default=15,
                    help="rounds for the execution measurements (best of N, interleaved)")
     p.add_argument("--timeout", type=float, default=240, help="seconds per analysis subprocess")
     p.add_argument("--mem-limit-gb", type=float, default=6,
