@@ -244,3 +244,25 @@ def test_short_fuzz_run():
     rng = random.Random(20261122)
     for _ in range(3000):
         fuzz_native.one_input(rng.randbytes(rng.randint(0, 200)))
+
+
+@needs_native
+def test_data_address_is_the_arrays_own_and_refuses_garbage_calmly():
+    """``data_address``: the first element's address as NumPy reports it, for any strides,
+    dtype, read-only flag; None for objects without a strided buffer; wrong argument counts
+    raise."""
+    import numpy as np
+    base = np.arange(60.0).reshape(6, 10)
+    ro = base.copy()
+    ro.flags.writeable = False
+    for arr in [base, base[2:, 3:9:2], base[::-1, ::-3], base.T, base[1:1], ro[1:],
+                np.zeros(4, "M8[s]"), np.zeros(3, [("a", "i1"), ("b", "f8")]),
+                np.zeros(5, ">f4")[1:], np.broadcast_to(base[0], (4, 10))]:
+        assert native.data_address(arr) == arr.__array_interface__["data"][0]
+    raw = bytearray(b"abcdef")
+    assert native.data_address(memoryview(raw)[2:]) == native.data_address(raw) + 2
+    for garbage in [None, 3, 1.5, "text", object(), [1, 2], np.float64(1.0).item()]:
+        assert native.data_address(garbage) is None
+    for args in [(), (base, base)]:
+        with pytest.raises(TypeError):
+            native.data_address(*args)
