@@ -135,13 +135,16 @@ def check_garbage(src: Bytes):
     nargs = src.pick(5)
     args = [garbage(src) for _ in range(nargs)]
     fn = [_native.intersects, _native.has_internal_overlap, _native.covers,
-          _native._product_form][src.pick(4)]
+          _native._product_form, _native.data_address][src.pick(5)]
     try:
         r = fn(*args)
     except TypeError:
         return
     except OverflowError:  # _product_form's "does not fit"
         assert fn is _native._product_form
+        return
+    if fn is _native.data_address:  # garbage exports no buffer, except bytes
+        assert r is None or (type(args[0]) is bytes and type(r) is int), (args, r)
         return
     if fn is _native._product_form:
         assert r is None or type(r) is tuple, (args, r)
