@@ -127,3 +127,38 @@ def test_refusals_name_the_problem():
         af.from_dlpack(needs_grad)
     with pytest.raises(af.AliasflowError, match="cannot be imported"):
         af.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
+
+
+class _Producer:
+    """A DLPack producer that cannot export to the host (as a GPU tensor's would)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("cannot export to the host")
+
+    def __dlpack_device__(self):
+        if isinstance(self.device, Exception):
+            raise self.device
+        return self.device
+
+
+@pytest.mark.parametrize("device, match", [
+    ((2, 0), r"_Producer lives on DLPack device type 2; only host"),
+    (RuntimeError("no driver"), r"_Producer.__dlpack_device__\(\) failed: no driver"),
+    ((1, 0), r"_Producer cannot be imported: cannot export to the host"),
+])
+def test_from_dlpack_names_the_device_of_what_it_cannot_import(device, match):
+    with pytest.raises(af.AliasflowError, match=match):
+        af.from_dlpack(_Producer(device))
+
+
+def test_from_dlpack_of_torch_tensors_keeps_their_memory():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(24.0).reshape(4, 6)
+    for piece in [t, t[1:, ::2], t.T, t[::2].flip(1)]:
+        v = af.from_dlpack(piece)
+        arr = piece.numpy()
+        assert v.storage.address == np.lib.array_utils.byte_bounds(arr)[0]
+        np.testing.assert_array_equal(v.numpy(), arr)
