@@ -231,7 +231,7 @@ private:
     // cells left of a non-dense record; left == ERASE: the record's cells left lose the run
     // [erase_from, erase_to) of their positions (a dense write cuts one run of sorted cells)
     static constexpr int32_t ERASE = -2;
-    struct Change { int32_t rid; int n; Piece p[2]; int32_t left, erase_from, erase_to; };
+    struct Change { int32_t rid; int n; Piece p[2]; int32_t left; int64_t erase_from, erase_to; };
     struct Pending { int32_t group, row; bool is_read; Box box; };
 
     const Rows& R;
@@ -617,8 +617,8 @@ private:
             if (keep || to - from == int64_t(left->size())) return;  // nothing goes / all go
             if (old.left >= 0) {
                 ch.left = ERASE;
-                ch.erase_from = int32_t(from - left->begin());
-                ch.erase_to = int32_t(to - left->begin());
+                ch.erase_from = from - left->begin();
+                ch.erase_to = to - left->begin();
                 return;
             }
             ch.left = int32_t(scratch.size());
