@@ -39,6 +39,15 @@ struct Bits {
         dst[words - 1] &= last_mask;
         return int(top + 1);
     }
+    // dst |= every bit from p up (truncated to `bits`); returns a length for it
+    int fill_from(uint64_t* dst, int64_t p) const {
+        if (p >= bits) return 0;
+        int64_t w = p >> 6;
+        dst[w] |= ~uint64_t(0) << (p & 63);
+        for (int64_t i = w + 1; i < words; ++i) dst[i] = ~uint64_t(0);
+        dst[words - 1] &= last_mask;
+        return words;
+    }
     // sets bit d (< bits); returns a length for it
     static int set(uint64_t* b, int64_t d) {
         b[d >> 6] |= uint64_t(1) << (d & 63);

@@ -205,8 +205,7 @@ public:
             }
         }
         bits.init(p.window);
-        anc.assign(size_t(p.window) * bits.words, 0);
-        anc_len.assign(size_t(p.window), 0);
+        anc.assign(size_t(p.window), Ancestry{{0}, bits.words});
         reach.assign(bits.words, 0);
         direct_stamp.assign(size_t(p.window), -1);
     }
@@ -241,8 +240,18 @@ private:
     Params P;
     Callbacks& cb;
     Bits bits;
-    std::vector<uint64_t> anc, reach;
-    std::vector<int32_t> anc_len;  // per window slot (Bits: words past it are zero)
+    // Op k's ancestors in the window (slot k % window): the words [0, tail.size() - 1) of the
+    // set as stored, every bit from word `ones` up, none between (set_ancestors). In a program whose ops
+    // mostly depend on their predecessors (a training step), an op has every op of the window
+    // as an ancestor but the nearest hundred or so: the run of ones is not stored, and the
+    // window's sets take a few words each instead of window / 8 bytes (2 MiB in all).
+    // `tail` ends with one zero word past the set's own: Bits::or_shifted reads it.
+    struct Ancestry {
+        std::vector<uint64_t> tail;
+        int ones;
+    };
+    std::vector<Ancestry> anc;
+    std::vector<uint64_t> reach;
     int reach_len = 0;
     // the step at which each op of the window (slot op % window) last had a conflict: read
     // only for ops within the window, so older ops need no slot
@@ -275,19 +284,38 @@ private:
         return id;
     }
 
-    uint64_t* ancestors(int64_t op) { return &anc[size_t(op % P.window) * bits.words]; }
-    int32_t& ancestors_len(int64_t op) { return anc_len[size_t(op % P.window)]; }
+    Ancestry& ancestors(int64_t op) { return anc[size_t(op % P.window)]; }
+    // op (k - 1 - d) is an ancestor of op k, with a = ancestors(k) and 0 <= d < window
+    static bool has_ancestor(const Ancestry& a, int64_t d) {
+        int64_t w = d >> 6;
+        if (w >= a.ones) return true;
+        return w < int64_t(a.tail.size()) - 1 && Bits::test(a.tail.data(), d);
+    }
     void clear_reach() {
         std::fill(reach.begin(), reach.begin() + reach_len, 0);
         reach_len = 0;
     }
-    // op j's ancestors are `reach` (its first `len` words)
+    // op j's ancestors are `reach` (its first `len` words; the rest are zero)
     void set_ancestors(int64_t j, int len) {
-        uint64_t* mine = ancestors(j);
-        int32_t& mine_len = ancestors_len(j);
-        std::copy(reach.begin(), reach.begin() + len, mine);
-        if (mine_len > len) std::fill(mine + len, mine + mine_len, 0);
-        mine_len = len;
+        Ancestry& a = ancestors(j);
+        // The run of ones at the top. Bits d >= j stand for ops before op 0: no test asks
+        // for them (every tested op is real), and shifting a set into a later op's frame
+        // keeps them past op 0, so they count as ones here and the first window's sets
+        // shrink too.
+        int ones = bits.words;
+        while (ones > 0) {
+            int64_t w = ones - 1, first = w * 64;
+            uint64_t full = w == bits.words - 1 ? bits.last_mask : ~uint64_t(0);
+            uint64_t before_op0 = first >= j ? ~uint64_t(0)
+                                  : j - first >= 64 ? 0 : ~uint64_t(0) << (j - first);
+            uint64_t word = w < len ? reach[size_t(w)] : 0;
+            if (((word | before_op0) & full) != full) break;
+            --ones;
+        }
+        int stored = std::min(len, ones);
+        a.tail.assign(reach.begin(), reach.begin() + stored);  // keeps its capacity
+        a.tail.push_back(0);
+        a.ones = ones;
     }
 
     afn::Layout row_layout(int64_t r) const {
@@ -692,7 +720,10 @@ private:
     // conflicts found so far (the sources themselves only as one another's ancestors).
     void add_ancestors_of(int64_t i, int64_t d) {
         // reach |= ancestors[i] << (d + 1)
-        int len = bits.or_shifted(reach.data(), ancestors(i), ancestors_len(i), d + 1);
+        const Ancestry& a = ancestors(i);
+        int len = bits.or_shifted(reach.data(), a.tail.data(), int(a.tail.size()) - 1, d + 1);
+        if (a.ones < bits.words)
+            len = std::max(len, bits.fill_from(reach.data(), int64_t(a.ones) * 64 + d + 1));
         if (len > reach_len) reach_len = len;
     }
 
@@ -841,7 +872,6 @@ private:
             }
             pending.push_back(Pending{R.group(r), int32_t(r), false, box});
         }
-        uint64_t* mine = ancestors(j);
         if (P.prune) {
             if (!found.empty()) prune(j);
             else set_ancestors(j, 0);
@@ -850,7 +880,9 @@ private:
         }
         // records of op j go in after all of its accesses (an op never depends on itself)
         bool replace_reads = P.retire && (P.prune & (1 << WAR));
-        bool have_reach = replace_reads && Bits::any(mine, ancestors_len(j));
+        const Ancestry& mine = ancestors(j);
+        bool have_reach = replace_reads && (mine.ones < bits.words ||
+                                            Bits::any(mine.tail.data(), int(mine.tail.size())));
         for (const Pending& pd : pending) {
             Memory& st = mem[size_t(pd.group)];
             int64_t r = pd.row;
@@ -863,7 +895,7 @@ private:
                     Record& old = records[size_t(it->second)];
                     if (old.alive && old.low == rec.low && old.high == rec.high && old.dense) {
                         int64_t d = j - 1 - old.op;
-                        if (0 <= d && d < W && Bits::test(mine, d)) {
+                        if (0 <= d && d < W && has_ancestor(mine, d)) {
                             rec.seq = old.seq;  // takes the old record's place
                             old = rec;
                             continue;
