@@ -155,7 +155,6 @@ def test_from_dlpack_names_the_device_of_what_it_cannot_import(device, match):
 
 
 def test_from_dlpack_of_torch_tensors_keeps_their_memory():
-    torch = pytest.importorskip("torch")
     t = torch.arange(24.0).reshape(4, 6)
     for piece in [t, t[1:, ::2], t.T, t[::2].flip(1)]:
         v = af.from_dlpack(piece)

@@ -1,6 +1,7 @@
 """The compiled dependency walk against the Python reference: the same edges, in the same
 order, on random programs over shared, partly overlapping and reinterpreted memory; and its
 boundary refusing bad arguments without crashing."""
+import contextlib
 import itertools
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import aliasflow as af
-from aliasflow.analysis import compiled, dependencies as deps
+from aliasflow.analysis import compiled, dependencies as deps, records
 
 from strategies import brute_conflicts, reachable, strided
 
@@ -67,6 +68,17 @@ def keys(found):
 MODES = [(True, ("WAR", "WAW")), (True, ("RAW", "WAR", "WAW")), (False, ())]
 
 
+@contextlib.contextmanager
+def covers_limit(limit):
+    """Both walks judge writes of more than ``limit`` cells by cover tests, not cells."""
+    saved = records.COVERS_LIMIT, deps.COVERS_LIMIT
+    records.COVERS_LIMIT = deps.COVERS_LIMIT = limit
+    try:
+        yield
+    finally:
+        records.COVERS_LIMIT, deps.COVERS_LIMIT = saved
+
+
 def both(ops, retire, prune):
     got = deps.ordering_edges(ops, retire=retire, prune=prune)
     want = deps.reference_edges(ops, retire=retire, prune=prune)
@@ -92,13 +104,8 @@ def test_same_edges_with_reinterpreting_views(ops, mode):
 def test_same_edges_with_any_covers_limit(ops, limit, mode):
     """Writes past the limit (cells neither enumerated nor subtracted): the compiled walk's
     own cover tests and its calls to ``solver.covers`` against the reference's."""
-    from aliasflow.analysis import records
-    saved = records.COVERS_LIMIT, deps.COVERS_LIMIT
-    records.COVERS_LIMIT = deps.COVERS_LIMIT = limit
-    try:
+    with covers_limit(limit):
         got, want = both(ops, *mode)
-    finally:
-        records.COVERS_LIMIT, deps.COVERS_LIMIT = saved
     assert got == want
 
 
@@ -297,16 +304,11 @@ def test_convolution_patches_give_the_reference_edges():
             r = rng.randrange(20)
             op = af.FillOperation(f"row{k}", 1.0).set_outputs(img[rng.randrange(2), r])
         ops.append(op)
-    from aliasflow.analysis import records
-    saved = records.COVERS_LIMIT, deps.COVERS_LIMIT
     for limit in (deps.COVERS_LIMIT, 40):
-        records.COVERS_LIMIT = deps.COVERS_LIMIT = limit
-        try:
+        with covers_limit(limit):
             for retire, prune in MODES:
                 got, want = both(ops, retire, prune)
                 assert got == want and len(got) > 250
-        finally:
-            records.COVERS_LIMIT, deps.COVERS_LIMIT = saved
 
 
 def test_writes_past_the_cell_limit_give_the_reference_edges():

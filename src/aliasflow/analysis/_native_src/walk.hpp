@@ -240,12 +240,13 @@ private:
     Params P;
     Callbacks& cb;
     Bits bits;
-    // Op k's ancestors in the window (slot k % window): the words [0, tail.size() - 1) of the
-    // set as stored, every bit from word `ones` up, none between (set_ancestors). In a program whose ops
-    // mostly depend on their predecessors (a training step), an op has every op of the window
-    // as an ancestor but the nearest hundred or so: the run of ones is not stored, and the
-    // window's sets take a few words each instead of window / 8 bytes (2 MiB in all).
-    // `tail` ends with one zero word past the set's own: Bits::or_shifted reads it.
+    // Op k's ancestors in the window (slot k % window): the words [0, tail.size() - 1) of
+    // the set as stored, every bit from word `ones` up, none between (set_ancestors). In a
+    // program whose ops mostly depend on their predecessors (a training step), an op has
+    // every op of the window as an ancestor but the nearest hundred or so: the run of ones
+    // is not stored, and the window's sets take a few words each instead of window / 8
+    // bytes (2 MiB in all). `tail` ends with one zero word past the set's own:
+    // Bits::or_shifted reads it.
     struct Ancestry {
         std::vector<uint64_t> tail;
         int ones;
@@ -620,47 +621,52 @@ private:
         out.erase(std::unique(out.begin(), out.end()), out.end());
     }
 
-    // _subtract: old (non-dense) less the cells in [low, high] (cells == nullptr) or less
-    // `cells`; keep when none of its cells go
-    // buffers subtract reuses: most calls change nothing and so allocate nothing
+    // _subtract: old (non-dense) less the cells in [low, high] (subtract_run) or less the
+    // sorted `cells` (subtract_cells); keep when none of its cells go
+    // buffers they reuse: most calls change nothing and so allocate nothing
     std::vector<int64_t> fresh_cells, rest_cells;
-    void subtract(const Record& old, int64_t low, int64_t high, const std::vector<int64_t>* cells,
-                  Change& ch, bool& keep) {
-        const std::vector<int64_t>* left;
-        if (old.left >= 0) {
-            left = &lefts[size_t(old.left)];
-        } else {
-            afn::Layout L = row_layout(old.row);
-            if (size_of(L) > P.covers_limit) { keep = true; return; }
-            cells_of(L, fresh_cells);
-            left = &fresh_cells;
-        }
+    // old's cells not yet overwritten, or nullptr when it is too large to track
+    const std::vector<int64_t>* cells_left(const Record& old) {
+        if (old.left >= 0) return &lefts[size_t(old.left)];
+        afn::Layout L = row_layout(old.row);
+        if (size_of(L) > P.covers_limit) return nullptr;
+        cells_of(L, fresh_cells);
+        return &fresh_cells;
+    }
+    void subtract_run(const Record& old, int64_t low, int64_t high, Change& ch, bool& keep) {
+        const std::vector<int64_t>* left = cells_left(old);
+        keep = !left;
+        if (keep) return;
         ch.n = 0;
-        if (!cells) {
-            // the cells in [low, high] are one run of the sorted cells: found by bisection,
-            // and a record already cut loses the run in place (no copy of the rest)
-            auto from = std::lower_bound(left->begin(), left->end(), low);
-            auto to = std::upper_bound(from, left->end(), high);
-            keep = from == to;
-            if (keep || to - from == int64_t(left->size())) return;  // nothing goes / all go
-            if (old.left >= 0) {
-                ch.left = ERASE;
-                ch.erase_from = from - left->begin();
-                ch.erase_to = to - left->begin();
-                return;
-            }
-            ch.left = int32_t(scratch.size());
-            scratch.emplace_back();
-            std::vector<int64_t>& rest = scratch.back();
-            rest.reserve(left->size() - size_t(to - from));
-            rest.insert(rest.end(), left->begin(), from);
-            rest.insert(rest.end(), to, left->end());
+        // the cells in [low, high] are one run of the sorted cells: found by bisection, and
+        // a record already cut loses the run in place (no copy of the rest)
+        auto from = std::lower_bound(left->begin(), left->end(), low);
+        auto to = std::upper_bound(from, left->end(), high);
+        keep = from == to;
+        if (keep || to - from == int64_t(left->size())) return;  // nothing goes / all go
+        if (old.left >= 0) {
+            ch.left = ERASE;
+            ch.erase_from = from - left->begin();
+            ch.erase_to = to - left->begin();
             return;
         }
-        // one pass over both sorted sets: left less `cells`
+        ch.left = int32_t(scratch.size());
+        scratch.emplace_back();
+        std::vector<int64_t>& rest = scratch.back();
+        rest.reserve(left->size() - size_t(to - from));
+        rest.insert(rest.end(), left->begin(), from);
+        rest.insert(rest.end(), to, left->end());
+    }
+    void subtract_cells(const Record& old, const std::vector<int64_t>& cells, Change& ch,
+                        bool& keep) {
+        const std::vector<int64_t>* left = cells_left(old);
+        keep = !left;
+        if (keep) return;
+        ch.n = 0;
+        // one pass over both sorted sets
         std::vector<int64_t>& rest = rest_cells;
         rest.clear();
-        auto c = cells->begin(), c_end = cells->end();
+        auto c = cells.begin(), c_end = cells.end();
         for (int64_t x : *left) {
             while (c != c_end && *c < x) ++c;
             if (c != c_end && *c == x) continue;
@@ -681,7 +687,7 @@ private:
         if (dense) {
             if (low <= old.low && old.high <= high) return true;
             if (!old.dense) {
-                subtract(old, low, high, nullptr, ch, keep);
+                subtract_run(old, low, high, ch, keep);
                 return true;
             }
             if (old.low < low) ch.p[ch.n++] = Piece{old.low, low - 1};
@@ -701,7 +707,7 @@ private:
                 return true;
             }
             if (old.left >= 0 || size_of(row_layout(old.row)) <= P.covers_limit) {
-                subtract(old, 0, 0, &cells, ch, keep);
+                subtract_cells(old, cells, ch, keep);
                 return true;
             }
         }
@@ -712,7 +718,7 @@ private:
             keep = true;
             return true;
         }
-        subtract(old, 0, 0, &row_cells(r), ch, keep);
+        subtract_cells(old, row_cells(r), ch, keep);
         return true;
     }
 
@@ -928,11 +934,6 @@ private:
         return true;
     }
 
-    // The reference (dependencies._prune) walks the sources from the latest down and drops
-    // an edge of a prunable kind whose source is an ancestor of the sources it kept. The
-    // kept sources' ancestors are all the found sources' ancestors (a dropped source is an
-    // ancestor of a kept one, and the window's sets are closed under ancestry), so `reach`
-    // from the scan decides alike, and with the sources added it is op j's ancestor set.
     // a stable sort by source op: a handful of conflicts per op, so insertion (no buffer
     // to allocate, as std::stable_sort's) unless there are many
     static void sort_by_op(std::vector<Found>& v, bool descending) {
@@ -951,6 +952,11 @@ private:
         }
     }
 
+    // The reference (dependencies._prune) walks the sources from the latest down and drops
+    // an edge of a prunable kind whose source is an ancestor of the sources it kept. The
+    // kept sources' ancestors are all the found sources' ancestors (a dropped source is an
+    // ancestor of a kept one, and the window's sets are closed under ancestry), so `reach`
+    // from the scan decides alike, and with the sources added it is op j's ancestor set.
     void prune(int64_t j) {
         sort_by_op(found, true);
         kept.clear();

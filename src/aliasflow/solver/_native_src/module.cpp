@@ -228,9 +228,9 @@ PyObject* product_form_impl(PyObject* const* args, Py_ssize_t nargs) {
         afn::normalise(t.a, na);
         afn::normalise(t.b, nb);
         if (na.empty || nb.empty) Py_RETURN_NONE;
-        afn::radix::View va{na.lo, na.n, na.strides, na.sizes};
-        afn::radix::View vb{nb.lo, nb.n, nb.strides, nb.sizes};
-        if (!afn::radix::product_form(va, vb, pa, pb, &chain)) Py_RETURN_NONE;
+        if (!afn::radix::product_form(afn::radix::view_of(na), afn::radix::view_of(nb), pa, pb,
+                                      &chain))
+            Py_RETURN_NONE;
     } catch (afn::Overflow&) {
         PyErr_SetString(PyExc_OverflowError, "_product_form: a value does not fit");
         return nullptr;

@@ -33,6 +33,8 @@ struct View {
     const i128* sizes;
 };
 
+inline View view_of(const Normal& nf) { return View{nf.lo, nf.n, nf.strides, nf.sizes}; }
+
 // radix._try for one view: true with its per-level progressions, or false with `drop`
 // (-1: give up on this chain; else the level to drop)
 inline bool try_view(const Chain& chain, const View& v, std::vector<AP>& aps, int& drop) {
@@ -204,9 +206,8 @@ inline int covers(const Normal& a, const Normal& b) {
         return YES;
     if (a.n == 0 || (a.n == 1 && a.strides[0] == 1)) return YES;
     if (corner_outside(a, b)) return NO;
-    radix::View va{a.lo, a.n, a.strides, a.sizes}, vb{b.lo, b.n, b.strides, b.sizes};
     std::vector<radix::AP> pa, pb;
-    if (!radix::product_form(va, vb, pa, pb)) return UNDECIDED;
+    if (!radix::product_form(radix::view_of(a), radix::view_of(b), pa, pb)) return UNDECIDED;
     for (size_t k = 0; k < pa.size(); ++k)
         if (!radix::ap_subset(pb[k], pa[k])) return NO;
     return YES;
