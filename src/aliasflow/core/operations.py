@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .direct import ufunc_into
 from .errors import AliasflowError, ExecutionError
 from .functions import resolve
 from .values import fit_scalar
@@ -74,6 +75,11 @@ class Operation:
         """The kernel: the value to write to every output, from the input values."""
         raise NotImplementedError
 
+    def _writes_into(self, inputs: list[np.ndarray], out: np.ndarray) -> bool:
+        """Compute straight into the one output ``out`` where that is indistinguishable from
+        :meth:`compute` plus a copy; answer whether it did (see ``core.direct``)."""
+        return False
+
     def _shapes(self, views) -> str:
         return ", ".join(f"{v.name} {v.shape}" for v in views)
 
@@ -95,8 +101,14 @@ class Operation:
                         f"through it is ambiguous")
         # Inputs are read (the kernel runs to completion) before any output is written; only
         # a result that still aliases an output (a kernel returning a view) must be copied.
+        # A big elementwise ufunc may write its one output directly where NumPy guarantees
+        # the same bytes and no write on failure (core.direct).
         inputs = [v.numpy() for v in self.input_views]
+        arrays = [out._ndarray() for out in self.output_views]
         try:
+            if len(arrays) == 1 and self._writes_into(inputs, arrays[0]):
+                self.result = None
+                return
             value = np.asarray(self.compute(inputs))
         except (AliasflowError, ExecutionError):
             raise
@@ -104,7 +116,6 @@ class Operation:
             kernel = getattr(self, "fn_name", None) or type(self).__name__ + ".compute"
             raise ExecutionError(self.name, f"kernel {kernel!r} raised "
                                             f"{type(exc).__name__}: {exc}") from exc
-        arrays = [out._ndarray() for out in self.output_views]
         # ...and a result kept in op.result must not change when later ops write its storage
         if _may_share(value, arrays or inputs):
             value = value.copy()
@@ -196,6 +207,11 @@ class _FnOperation(Operation):
         self.fn, self.fn_name = resolve(name, self.family, fn)
         self.elementwise = isinstance(fn, str)  # registry kernels; a callable may be anything
 
+    def _writes_into(self, inputs, out) -> bool:
+        # only a registry ufunc, and only where the class's own compute is fn(*inputs)
+        return self.elementwise and type(self).compute in _UFUNC_COMPUTES \
+            and ufunc_into(self.fn, inputs, out)
+
     @property
     def params(self) -> dict:
         return {"fn": self.fn_name}
@@ -235,6 +251,9 @@ class BinaryOperation(_FnOperation):
             raise AliasflowError(f"op {self.name!r}: input shapes do not broadcast: "
                                  f"{self._shapes(self.input_views)}")
         return self.fn(a, b)
+
+
+_UFUNC_COMPUTES = (TransformOperation.compute, BinaryOperation.compute)
 
 
 class ReduceOperation(_FnOperation):
