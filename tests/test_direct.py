@@ -173,6 +173,16 @@ def test_a_floating_point_error_that_raises_leaves_the_output_untouched(how):
     assert t.data.tobytes() == before
 
 
+def test_a_loop_that_raises_midway_never_writes_directly():
+    # NumPy's integer power refuses a negative exponent after writing the elements before it
+    t = af.Tensor("T", (30,), "int8", data=np.r_[np.ones(9), -1, np.zeros(20)])
+    op = af.BinaryOperation("pow", "power").set_inputs(t[0:10], t[0:10]).set_outputs(t[10:20])
+    before = t.data.tobytes()
+    with direct_everywhere() as taken, pytest.raises(af.ExecutionError, match="negative"):
+        op.execute()
+    assert taken == [False] and t.data.tobytes() == before
+
+
 def test_a_floating_point_warning_is_still_given_and_the_output_written():
     n = direct.MIN_SIZE
     t = af.Tensor("T", (2 * n,), "float64", data=np.zeros(2 * n))

@@ -20,7 +20,9 @@ otherwise answers False (the caller then goes the general way):
   ``RuntimeWarning`` a warnings filter turns into an error) only after writing. So this
   way is taken only while no floating-point error can raise: ``np.geterr()`` says
   ``ignore``, ``warn`` or ``print`` for every kind, and, where one says ``warn``, no
-  warnings filter has the ``error`` action.
+  warnings filter has the ``error`` action. Loops that raise on values midway (integer
+  ``power`` of a negative exponent, writing some of ``out`` first) and loops of
+  non-numeric dtypes (objects run Python code) never go this way.
 - **Big.** Below :data:`MIN_SIZE` elements the copy costs less than these checks.
 """
 from __future__ import annotations
@@ -50,7 +52,8 @@ def ufunc_into(fn, inputs: list, out: np.ndarray) -> bool:
         loop = fn.resolve_dtypes(dtypes + (None,))
     except (TypeError, ValueError):  # no loop: the general way raises the kernel's own error
         return False
-    if loop != dtypes + (out.dtype,):
+    if loop != dtypes + (out.dtype,) or not all(
+            dt.kind in ("fc" if fn is np.power else "biufc") for dt in loop):
         return False
     if not _errors_cannot_raise():
         return False
