@@ -311,6 +311,72 @@ def test_convolution_patches_give_the_reference_edges():
                 assert got == want and len(got) > 250
 
 
+def stamped_windows(seed, n=300, size=200):
+    """Windows (``as_strided`` rows as far apart as they are wide, one dense run of cells,
+    or closer) read, stamped at strides 2-4 (fills never covering a window), a few dense
+    writes cutting windows into pieces, and reads of plain runs."""
+    import random
+    rng = random.Random(seed)
+    sig = af.Tensor("sig", (size,))
+    ops = []
+    for k in range(n):
+        c = rng.random()
+        width, count = rng.choice([2, 3, 4, 6]), rng.randrange(2, 8)
+        step = width - rng.choice([0, 0, 1])  # abutting rows: dense; closer: not
+        span = step * (count - 1) + width
+        start = rng.randrange(0, size - span + 1)
+        if c < 0.45:
+            op = af.ReduceOperation(f"win{k}", axis=-1).set_inputs(
+                sig.as_strided((count, width), (step, 1), start))
+        elif c < 0.85:
+            stride = rng.choice([2, 3, 4])
+            op = af.FillOperation(f"stamp{k}", 0.5).set_outputs(
+                sig[start:start + stride * count:stride])
+        elif c < 0.93:
+            op = af.FillOperation(f"cut{k}", 1.0).set_outputs(sig[start:start + width])
+        else:
+            op = af.ReduceOperation(f"run{k}", axis=-1).set_inputs(sig[start:start + span])
+        ops.append(op)
+    return ops
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dense_runs_cut_by_strided_writes_give_the_reference_edges(seed):
+    """A dense record (a window read as one run of cells) that strided writes cut keeps the
+    cells they leave, in both walks; pieces of dense cuts stay dense. At a cell limit
+    below some windows' spans those stay dense too."""
+    ops = stamped_windows(seed)
+    for limit in (deps.COVERS_LIMIT, 12):
+        with covers_limit(limit):
+            for retire, prune in MODES:
+                got, want = both(ops, retire, prune)
+                assert got == want and len(got) > 200
+
+
+def test_dense_runs_cut_by_strided_writes_are_sound_and_retire():
+    """Against brute-force byte footprints; and a window whose every cell strided writes
+    have overwritten no longer gains edges: kept live, it would gain one from each later
+    stamp over its cells wherever no ancestor set implies it (here: no pruning; in a long
+    trace: reads older than the ancestor window), the growth this retirement removes."""
+    ops = stamped_windows(9, n=60, size=60)
+    graph = af.analyze(ops)
+    truth = byte_conflicts(ops)
+    assert {(d.src, d.dst, d.kind) for d in graph.dependencies} <= {t[:3] for t in truth}
+    reach = reachable([op.name for op in ops], graph.edges)
+    assert all(dst in reach[src] for src, dst, _ in truth)
+
+    sig = af.Tensor("sig", (40,))
+    win = af.ReduceOperation("win", axis=-1).set_inputs(sig.as_strided((5, 2), (2, 1), 0))
+    evens = af.FillOperation("evens", 0.0).set_outputs(sig[0:10:2])  # cells 0 2 4 6 8
+    odds = af.FillOperation("odds", 0.0).set_outputs(sig[1:11:2])  # 1 3 5 7 9: all gone
+    later = [af.FillOperation(f"again{k}", 1.0).set_outputs(sig[k:k + 10:2 + k])
+             for k in range(4)]
+    for backend in (deps.ordering_edges, deps.reference_edges):
+        edges = {(d.src, d.dst) for d in backend([win, evens, odds, *later], prune=())}
+        assert ("win", "evens") in edges and ("win", "odds") in edges
+        assert not {("win", op.name) for op in later} & edges
+
+
 def test_writes_past_the_cell_limit_give_the_reference_edges():
     """Blocked attention at a size where head blocks (128 x 64 cells) are past the cell
     limit: whole-block writes over row chunks of the block (covered: a product form),

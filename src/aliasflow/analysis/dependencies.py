@@ -157,8 +157,8 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
                     prune=("WAR", "WAW")) -> list[Dependency]:
     """The readable reference of the walk (``AF_PURE=1`` or no compiled build).
 
-    Records are ``(op position, view, low, high, dense, layout)`` in cells of their memory
-    group (see :mod:`.lower`); two dense records whose extents meet overlap, anything else
+    Records are ``(op position, view, low, high, dense, layout, left, piece)`` in cells of
+    their memory group (see :mod:`.lower` and :mod:`.records`); two dense records whose extents meet overlap, anything else
     gets the exact test. Candidates are visited in record order (the compiled walk does the
     same, so both keep the same edges where pruning depends on the order). (This loop is
     the analysis hot path of the pure build: it is written flat on purpose.)
@@ -189,7 +189,7 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
             if st is None:
                 st = memories[group] = _Memory()
             records = st.records
-            new = (j, view, low, high, dense, layout, None)
+            new = (j, view, low, high, dense, layout, None, False)
             if mode == READ:
                 skip_raw = "RAW" in prunable
                 for rid in sorted(st.writes.query(low, high)):

@@ -1,8 +1,8 @@
 """Live access records of the dependency walk and what a write leaves of them.
 
-A record is ``(op position, view, low, high, dense, layout, left)`` in cells of its memory
-group (see :mod:`.lower`): ``left`` is None, or the cells of a non-dense record not yet
-overwritten. :func:`remainder` is what a write leaves live of a record; :func:`meets_left`
+A record is ``(op position, view, low, high, dense, layout, left, piece)`` in cells of its
+memory group (see :mod:`.lower`): ``left`` is None, or the cells of a non-dense record not yet
+overwritten; ``piece`` says a dense record is a piece a dense write cut from a record. :func:`remainder` is what a write leaves live of a record; :func:`meets_left`
 tests an access against the cells left. The compiled walk (``_native_src/walk.hpp``) does
 the same, step for step.
 """
@@ -26,7 +26,10 @@ def remainder(new: tuple, old: tuple):
     not yet overwritten (``left``) and its extent shrinks to them; it is retired when
     writes, together, have overwritten every one (strided writes over tiles, head blocks
     and windows). Its exact tests still use its whole layout: a conflict found on an
-    overwritten cell is still a real conflict.
+    overwritten cell is still a real conflict. A dense record (not a piece) of at most
+    ``COVERS_LIMIT`` cells that a non-dense write cuts becomes such a record: a run of cells
+    read (abutting windows, a block of rows), then stamped at a stride, would otherwise stay
+    live, and gain an edge to later stamps, until one write covered the whole run.
     """
     if new[4]:
         low, high = new[2], new[3]
@@ -36,15 +39,20 @@ def remainder(new: tuple, old: tuple):
             return _subtract(old, low, high, None)
         rest = []
         if old[2] < low:
-            rest.append((old[0], old[1], old[2], low - 1, True, _dense(old[2], low - 1), None))
+            rest.append((old[0], old[1], old[2], low - 1, True, _dense(old[2], low - 1), None,
+                         True))
         if high < old[3]:
             rest.append((old[0], old[1], high + 1, old[3], True, _dense(high + 1, old[3]),
-                         None))
+                         None, True))
         return rest
     if solver.covers(new[5], old[5], COVERS_LIMIT):
         return ()
-    if old[4] or _size(new[5]) > COVERS_LIMIT:
+    if _size(new[5]) > COVERS_LIMIT:
         return None
+    if old[4]:
+        if old[7] or old[3] - old[2] + 1 > COVERS_LIMIT:
+            return None
+        old = old[:4] + (False, old[5], np.arange(old[2], old[3] + 1, dtype=np.int64), False)
     return _subtract(old, 0, -1, _cells(new[5]))
 
 
@@ -78,7 +86,7 @@ def _cells(layout) -> np.ndarray:
 
 
 def _subtract(old: tuple, low: int, high: int, cells):
-    """``old`` (non-dense) less the cells in ``[low, high]`` and ``cells``: None when none
+    """``old`` (non-dense, or dense with its cells as ``left``) less the cells in ``[low, high]`` and ``cells``: None when none
     of its cells go (or it is too large to track), ``()`` when all go, else the record with
     its remaining cells and their extent."""
     left = old[6]
@@ -93,7 +101,7 @@ def _subtract(old: tuple, low: int, high: int, cells):
         return None
     if not len(rest):
         return ()
-    return [(old[0], old[1], int(rest[0]), int(rest[-1]), False, old[5], rest)]
+    return [(old[0], old[1], int(rest[0]), int(rest[-1]), False, old[5], rest, False)]
 
 
 def _dense(low: int, high: int) -> tuple:

@@ -703,7 +703,20 @@ private:
             if (old.dense) {  // covered when every cell of [low, high] is one of them
                 auto a = std::lower_bound(cells.begin(), cells.end(), old.low);
                 auto b = std::upper_bound(a, cells.end(), old.high);
-                keep = (b - a) != old.high - old.low + 1;
+                int64_t span = old.high - old.low + 1;
+                keep = (b - a) != span;
+                // else, not a piece and few cells: it keeps the cells the write left, as a
+                // non-dense record (records.remainder)
+                if (!keep || a == b || old.piece || span > P.covers_limit) return true;
+                ch.left = int32_t(scratch.size());
+                scratch.emplace_back();
+                std::vector<int64_t>& rest = scratch.back();
+                rest.reserve(size_t(span - (b - a)));
+                for (int64_t c = old.low; c <= old.high; ++c) {
+                    if (a != b && *a == c) ++a;
+                    else rest.push_back(c);
+                }
+                keep = false;
                 return true;
             }
             if (old.left >= 0 || size_of(row_layout(old.row)) <= P.covers_limit) {
@@ -829,9 +842,10 @@ private:
                         index.cut(ch.rid, old.seq, ol, oh, old.low, old.high, old.box);
                         continue;
                     }
-                    if (ch.left >= 0) {  // a non-dense record: fewer cells left
+                    if (ch.left >= 0) {  // fewer cells left (a dense record turns non-dense)
                         std::vector<int64_t>& cells = scratch[size_t(ch.left)];
                         int64_t ol = old.low, oh = old.high;
+                        old.dense = false;
                         old.low = cells.front();
                         old.high = cells.back();
                         if (old.left < 0) {
