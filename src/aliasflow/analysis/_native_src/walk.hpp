@@ -455,16 +455,19 @@ private:
             }
             if (size_of(row_layout(r)) <= P.covers_limit) {
                 const std::vector<int64_t>& cells = row_cells(r);
-                // each cell of the smaller sorted set looked up in the larger one
-                const std::vector<int64_t>& few = cells.size() < left.size() ? cells : left;
-                const std::vector<int64_t>& many = cells.size() < left.size() ? left : cells;
                 out = false;
-                for (int64_t c : few)
-                    if (c >= many.front() && c <= many.back() &&
-                        std::binary_search(many.begin(), many.end(), c)) {
-                        out = true;
-                        break;
-                    }
+                if (cells.empty() || left.empty()) return true;  // (a zero-size table row)
+                // both sorted sets cut to the other's extent, then each cell of the smaller
+                // part looked up in the larger one
+                auto a = std::lower_bound(left.begin(), left.end(), cells.front());
+                auto a_end = std::upper_bound(a, left.end(), cells.back());
+                auto b = std::lower_bound(cells.begin(), cells.end(), left.front());
+                auto b_end = std::upper_bound(b, cells.end(), left.back());
+                if (a_end - a > b_end - b) {
+                    std::swap(a, b);
+                    std::swap(a_end, b_end);
+                }
+                for (; a != a_end && !out; ++a) out = std::binary_search(b, b_end, *a);
                 return true;
             }
         }
@@ -624,7 +627,7 @@ private:
     // _subtract: old (non-dense) less the cells in [low, high] (subtract_run) or less the
     // sorted `cells` (subtract_cells); keep when none of its cells go
     // buffers they reuse: most calls change nothing and so allocate nothing
-    std::vector<int64_t> fresh_cells, rest_cells;
+    std::vector<int64_t> fresh_cells, gone_at;
     // old's cells not yet overwritten, or nullptr when it is too large to track
     const std::vector<int64_t>* cells_left(const Record& old) {
         if (old.left >= 0) return &lefts[size_t(old.left)];
@@ -660,22 +663,38 @@ private:
     void subtract_cells(const Record& old, const std::vector<int64_t>& cells, Change& ch,
                         bool& keep) {
         const std::vector<int64_t>* left = cells_left(old);
-        keep = !left;
+        keep = !left || left->empty() || cells.empty();  // (empty: a zero-size table row)
         if (keep) return;
         ch.n = 0;
-        // one pass over both sorted sets
-        std::vector<int64_t>& rest = rest_cells;
-        rest.clear();
-        auto c = cells.begin(), c_end = cells.end();
-        for (int64_t x : *left) {
-            while (c != c_end && *c < x) ++c;
-            if (c != c_end && *c == x) continue;
-            rest.push_back(x);
+        // only the write's cells inside the record's extent can go (a diagonal meets each
+        // row record in one cell): each is looked up from where the last one was found
+        auto c = std::lower_bound(cells.begin(), cells.end(), left->front());
+        auto c_end = std::upper_bound(c, cells.end(), left->back());
+        std::vector<int64_t>& gone = gone_at;
+        gone.clear();
+        for (auto at = left->begin(); c != c_end; ++c) {
+            at = std::lower_bound(at, left->end(), *c);
+            if (at == left->end()) break;
+            if (*at == *c) gone.push_back(at - left->begin());
         }
-        keep = rest.size() == left->size();
-        if (keep || rest.empty()) return;
+        keep = gone.empty();
+        if (keep || gone.size() == left->size()) return;  // nothing goes / all go
+        if (old.left >= 0 && gone.back() - gone.front() + 1 == int64_t(gone.size())) {
+            ch.left = ERASE;  // one run of the cells left: erased in place
+            ch.erase_from = gone.front();
+            ch.erase_to = gone.back() + 1;
+            return;
+        }
         ch.left = int32_t(scratch.size());
-        scratch.push_back(rest);
+        scratch.emplace_back();
+        std::vector<int64_t>& rest = scratch.back();
+        rest.reserve(left->size() - gone.size());
+        int64_t from = 0;
+        for (int64_t g : gone) {
+            rest.insert(rest.end(), left->begin() + from, left->begin() + g);
+            from = g + 1;
+        }
+        rest.insert(rest.end(), left->begin() + from, left->end());
     }
 
     // _remainder: keep (leave the record as it is), or the change to make
