@@ -457,17 +457,22 @@ private:
                 const std::vector<int64_t>& cells = row_cells(r);
                 out = false;
                 if (cells.empty() || left.empty()) return true;  // (a zero-size table row)
-                // both sorted sets cut to the other's extent, then each cell of the smaller
-                // part looked up in the larger one
-                auto a = std::lower_bound(left.begin(), left.end(), cells.front());
-                auto a_end = std::upper_bound(a, left.end(), cells.back());
-                auto b = std::lower_bound(cells.begin(), cells.end(), left.front());
-                auto b_end = std::upper_bound(b, cells.end(), left.back());
-                if (a_end - a > b_end - b) {
+                // each cell of the smaller set looked up in the other; or, where the access
+                // spans far more than the record (a diagonal meets a row record in one
+                // cell), each of its cells inside the record's extent in the record's
+                auto a = cells.begin(), a_end = cells.end();
+                auto b = left.begin(), b_end = left.end();
+                // (extents from the row and the record: the sets' ends may be cache misses)
+                if ((uint64_t(R.high(r)) - uint64_t(R.low(r))) / 4 >
+                    uint64_t(old.high) - uint64_t(old.low)) {
+                    a = std::lower_bound(a, a_end, old.low);
+                    a_end = std::upper_bound(a, a_end, old.high);
+                } else if (cells.size() > left.size()) {
                     std::swap(a, b);
                     std::swap(a_end, b_end);
                 }
-                for (; a != a_end && !out; ++a) out = std::binary_search(b, b_end, *a);
+                for (; a != a_end && !out; ++a)
+                    out = *a >= *b && *a <= *(b_end - 1) && std::binary_search(b, b_end, *a);
                 return true;
             }
         }
@@ -627,7 +632,7 @@ private:
     // _subtract: old (non-dense) less the cells in [low, high] (subtract_run) or less the
     // sorted `cells` (subtract_cells); keep when none of its cells go
     // buffers they reuse: most calls change nothing and so allocate nothing
-    std::vector<int64_t> fresh_cells, gone_at;
+    std::vector<int64_t> fresh_cells, rest_cells;
     // old's cells not yet overwritten, or nullptr when it is too large to track
     const std::vector<int64_t>* cells_left(const Record& old) {
         if (old.left >= 0) return &lefts[size_t(old.left)];
@@ -666,35 +671,41 @@ private:
         keep = !left || left->empty() || cells.empty();  // (empty: a zero-size table row)
         if (keep) return;
         ch.n = 0;
-        // only the write's cells inside the record's extent can go (a diagonal meets each
-        // row record in one cell): each is looked up from where the last one was found
+        // only cells inside both extents can go (a diagonal meets each row record in one
+        // cell): both sorted sets are cut to them, then merged; the cells kept are copied
+        // from the first that goes on (most calls change nothing and so copy nothing)
         auto c = std::lower_bound(cells.begin(), cells.end(), left->front());
         auto c_end = std::upper_bound(c, cells.end(), left->back());
-        std::vector<int64_t>& gone = gone_at;
-        gone.clear();
-        for (auto at = left->begin(); c != c_end; ++c) {
-            at = std::lower_bound(at, left->end(), *c);
-            if (at == left->end()) break;
-            if (*at == *c) gone.push_back(at - left->begin());
+        keep = c == c_end;
+        if (keep) return;
+        auto l = std::lower_bound(left->begin(), left->end(), *c);
+        auto l_end = std::upper_bound(l, left->end(), *(c_end - 1));
+        std::vector<int64_t>& rest = rest_cells;
+        int64_t n_gone = 0, first = -1, last = -1;
+        for (; l != l_end; ++l) {
+            while (c != c_end && *c < *l) ++c;
+            if (c == c_end) break;
+            if (*c != *l) {
+                if (n_gone) rest.push_back(*l);
+                continue;
+            }
+            last = l - left->begin();
+            if (!n_gone++) {
+                first = last;
+                rest.assign(left->begin(), l);
+            }
         }
-        keep = gone.empty();
-        if (keep || gone.size() == left->size()) return;  // nothing goes / all go
-        if (old.left >= 0 && gone.back() - gone.front() + 1 == int64_t(gone.size())) {
+        keep = n_gone == 0;
+        if (keep || n_gone == int64_t(left->size())) return;  // nothing goes / all go
+        if (old.left >= 0 && last - first + 1 == n_gone) {
             ch.left = ERASE;  // one run of the cells left: erased in place
-            ch.erase_from = gone.front();
-            ch.erase_to = gone.back() + 1;
+            ch.erase_from = first;
+            ch.erase_to = last + 1;
             return;
         }
+        rest.insert(rest.end(), l, left->end());
         ch.left = int32_t(scratch.size());
-        scratch.emplace_back();
-        std::vector<int64_t>& rest = scratch.back();
-        rest.reserve(left->size() - gone.size());
-        int64_t from = 0;
-        for (int64_t g : gone) {
-            rest.insert(rest.end(), left->begin() + from, left->begin() + g);
-            from = g + 1;
-        }
-        rest.insert(rest.end(), left->begin() + from, left->end());
+        scratch.push_back(rest);
     }
 
     // _remainder: keep (leave the record as it is), or the change to make
