@@ -335,10 +335,14 @@ def nondense(args, log) -> list[dict]:
 # ---- 4 and 5: execution ------------------------------------------------------------------------
 def interleaved_best(fns: dict, repeats: int) -> dict:
     """Best time of each function over ``repeats`` rounds, the functions taking turns in each
-    round, so background load on the shared cores hits them alike."""
+    round, so background load on the shared cores hits them alike. Each round starts one
+    function further on: a run's time can depend on what ran just before it (here, a
+    two-thread run right after a one-thread run was sometimes 30% slower, bare threads
+    too), so no function always follows the same one."""
     best = {k: float("inf") for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
+    items = list(fns.items())
+    for i in range(repeats):
+        for k, fn in items[i % len(items):] + items[:i % len(items)]:
             gc.collect()
             t = time.perf_counter()
             fn()
