@@ -205,9 +205,12 @@ public:
             }
         }
         bits.init(p.window);
-        anc.assign(size_t(p.window), Ancestry{{0}, bits.words});
+        // slots op % window for the ops there are: a short program (a run of a few ops
+        // analysed before it starts) makes a few sets, not the window's 4096 allocations
+        size_t slots = size_t(std::min<int64_t>(p.window, std::max<int64_t>(n_ops, 1)));
+        anc.assign(slots, Ancestry{{0}, bits.words});
         reach.assign(bits.words, 0);
-        direct_stamp.assign(size_t(p.window), -1);
+        direct_stamp.assign(slots, -1);
     }
 
     EdgeList edges;
