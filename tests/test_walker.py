@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 import aliasflow as af
 from aliasflow.analysis import compiled, dependencies as deps, records
 
-from strategies import brute_conflicts, reachable, strided
+from strategies import reachable, strided
 
 pytestmark = pytest.mark.skipif(compiled.walker is None, reason="compiled walker not loaded")
 

@@ -1,9 +1,10 @@
 """Live access records of the dependency walk and what a write leaves of them.
 
 A record is ``(op position, view, low, high, dense, layout, left, piece)`` in cells of its
-memory group (see :mod:`.lower`): ``left`` is None, or the cells of a non-dense record not yet
-overwritten; ``piece`` says a dense record is a piece a dense write cut from a record. :func:`remainder` is what a write leaves live of a record; :func:`meets_left`
-tests an access against the cells left. The compiled walk (``_native_src/walk.hpp``) does
+memory group (see :mod:`.lower`): ``left`` is None, or the cells of a non-dense record not
+yet overwritten; ``piece`` says a dense record is a piece a dense write cut from a record.
+:func:`remainder` is what a write leaves live of a record; :func:`meets_left` tests an
+access against the cells left. The compiled walk (``_native_src/walk.hpp``) does
 the same, step for step.
 """
 from __future__ import annotations
@@ -49,11 +50,10 @@ def remainder(new: tuple, old: tuple):
         return ()
     if _size(new[5]) > COVERS_LIMIT:
         return None
-    if old[4]:
-        if old[7] or old[3] - old[2] + 1 > COVERS_LIMIT:
-            return None
-        old = old[:4] + (False, old[5], np.arange(old[2], old[3] + 1, dtype=np.int64), False)
-    return _subtract(old, 0, -1, _cells(new[5]))
+    if old[7]:  # a dense piece stays (the compiled walk reads its layout off its extent)
+        return None
+    # a dense record's cells are its extent: what is left of them makes it non-dense
+    return _subtract(old[:4] + (False,) + old[5:], 0, -1, _cells(new[5]))
 
 
 def meets_left(old: tuple, new: tuple) -> bool:
@@ -86,7 +86,7 @@ def _cells(layout) -> np.ndarray:
 
 
 def _subtract(old: tuple, low: int, high: int, cells):
-    """``old`` (non-dense, or dense with its cells as ``left``) less the cells in ``[low, high]`` and ``cells``: None when none
+    """``old`` (non-dense) less the cells in ``[low, high]`` and ``cells``: None when none
     of its cells go (or it is too large to track), ``()`` when all go, else the record with
     its remaining cells and their extent."""
     left = old[6]

@@ -736,20 +736,10 @@ private:
             if (old.dense) {  // covered when every cell of [low, high] is one of them
                 auto a = std::lower_bound(cells.begin(), cells.end(), old.low);
                 auto b = std::upper_bound(a, cells.end(), old.high);
-                int64_t span = old.high - old.low + 1;
-                keep = (b - a) != span;
-                // else, not a piece and few cells: it keeps the cells the write left, as a
-                // non-dense record (records.remainder)
-                if (!keep || a == b || old.piece || span > P.covers_limit) return true;
-                ch.left = int32_t(scratch.size());
-                scratch.emplace_back();
-                std::vector<int64_t>& rest = scratch.back();
-                rest.reserve(size_t(span - (b - a)));
-                for (int64_t c = old.low; c <= old.high; ++c) {
-                    if (a != b && *a == c) ++a;
-                    else rest.push_back(c);
-                }
-                keep = false;
+                keep = (b - a) != old.high - old.low + 1;
+                // else, not a piece: its row's cells are its extent, and what is left of
+                // them makes it non-dense (records.remainder)
+                if (keep && !old.piece) subtract_cells(old, cells, ch, keep);
                 return true;
             }
             if (old.left >= 0 || size_of(row_layout(old.row)) <= P.covers_limit) {
