@@ -155,8 +155,11 @@ def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path):
     script.write_text(
         "import sys, time, aliasflow as af\n"
         "t = af.Tensor('T', (400,), 'float64')\n"
+        "started, finished = [], []\n"
         "def slow(x):\n"
+        "    started.append(1)\n"
         "    time.sleep(0.05)\n"
+        "    finished.append(1)\n"
         "    return x + 1\n"
         "ops = [af.TransformOperation(f'o{k}', slow).set_inputs(t[k:k+1]).set_outputs(t[k:k+1])\n"
         "       for k in range(400)]\n"
@@ -165,7 +168,7 @@ def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path):
         "    af.run(ops, workers=2)\n"
         "except KeyboardInterrupt:\n"
         "    done = int((t.data == 1).sum())\n"
-        "    print('interrupted', done, flush=True)\n"
+        "    print('interrupted', done, len(started), len(finished), flush=True)\n"
         "    sys.exit(3)\n")
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "start"
@@ -173,5 +176,7 @@ def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 3
-    done = int(out.split()[-1])
-    assert 0 < done < 400  # stopped early; every op that started also finished
+    done, started, finished = map(int, out.split()[-3:])
+    assert 0 < done < 400  # stopped early
+    # every op that started also finished, the one in the calling thread's hands included
+    assert started == finished == done

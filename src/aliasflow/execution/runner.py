@@ -4,8 +4,9 @@ Both leave every storage and every op result exactly as program order does: the 
 runner only starts an op once every op it conflicts with (through the ordering edges'
 transitive closure) has finished. The bookkeeping between ops (which op is ready, lowest
 program position first) is the ready queue of :mod:`aliasflow.execution.ready`, in compiled
-code when it is built; the kernels run in the worker threads (NumPy releases the GIL inside
-its kernels, so big ops overlap).
+code when it is built; the kernels run in the worker threads, the calling thread being one of
+them unless it serves a ``progress`` callback (NumPy releases the GIL inside its kernels, so
+big ops overlap).
 
 What a run promises when it fails (workers=1 and parallel alike):
 
@@ -17,10 +18,14 @@ What a run promises when it fails (workers=1 and parallel alike):
   as in program order), and ``error.ran_after`` lists, in program order, the later ops that a
   parallel run had already finished (always empty with one worker). No other op starts.
 - An exception raised by the ``progress`` callback stops the run the same way (no new op
-  starts, running ops finish) and is re-raised unchanged; so is Ctrl-C.
+  starts, running ops finish) and is re-raised unchanged; so is Ctrl-C (while the calling
+  thread runs ops, only under Python's default SIGINT handler: under another, the op in the
+  calling thread's hands is interrupted, as in program order).
 """
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 
 from ..analysis.dependencies import analyze
@@ -76,19 +81,24 @@ class _ParallelRun:
         self.failures: dict[int, BaseException] = {}
         self.internal: BaseException | None = None
         self.go = threading.Event()  # workers wait for every thread to have started
+        self.interrupted = False  # Ctrl-C while the calling thread works (see _ctrl_c_deferred)
 
     def work(self) -> None:
         try:
             self.go.wait()
-            self._work()
+            self.work_here()
         except BaseException as exc:  # a bug here must not leave the caller waiting
             self.internal = exc
             self.queue.stop()
 
-    def _work(self) -> None:
+    def work_here(self, caller: bool = False) -> None:
+        """Run ready ops until the run is over or stopped. In the caller's thread
+        (``caller``), Ctrl-C is not an op's failure: it propagates, as in program order."""
         ops, failures = self.ops, self.failures
         take, done, fail = self.queue.next, self.queue.done, self.queue.fail
         while True:
+            if self.interrupted:
+                raise KeyboardInterrupt
             k = take(POLL_SECONDS)
             if k < 0:
                 if k == -1:
@@ -97,6 +107,8 @@ class _ParallelRun:
             try:
                 ops[k].execute()
             except BaseException as error:  # handed to the caller's thread, which raises it
+                if caller and isinstance(error, KeyboardInterrupt):
+                    raise
                 failures[k] = error
                 fail(k)
             else:
@@ -105,6 +117,27 @@ class _ParallelRun:
     def stop(self) -> None:
         self.queue.stop()
         self.go.set()
+
+
+@contextlib.contextmanager
+def _ctrl_c_deferred(run: _ParallelRun):
+    """While the calling thread runs ops, Ctrl-C only marks the run as interrupted: the op
+    in hand finishes, as the other workers' do, and then no op starts and the run raises
+    KeyboardInterrupt. Only Python's own SIGINT handler, in the main thread, is replaced
+    (and restored after); under any other handler Ctrl-C acts as it does in program order."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+
+    def mark(signum, frame):
+        run.interrupted = True  # no lock here: the handler may run while the queue's is held
+
+    signal.signal(signal.SIGINT, mark)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _start_threads(run: _ParallelRun, workers: int) -> list[threading.Thread]:
@@ -130,18 +163,23 @@ def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | No
     module docstring for what a failed run leaves); ``light`` as :func:`check_all` gives."""
     run = _ParallelRun(ops, graph if graph is not None else analyze(ops), light)
     queue = run.queue
-    threads = _start_threads(run, workers)
+    # Without a progress callback to serve, the calling thread is one of the workers: one
+    # thread fewer to start, and the first op starts without waiting for a thread to wake.
+    threads = _start_threads(run, workers - (progress is None))
     reported = 0
     try:
-        while True:
+        if progress is None:
+            with _ctrl_c_deferred(run):
+                run.work_here(caller=True)
+            if run.interrupted:  # came after the last op was taken
+                raise KeyboardInterrupt
+        while progress is not None:
             # looked at before the wait, so that wait counts every op the workers finished
             alive = any(t.is_alive() for t in threads)
-            # sleeps without the GIL; wakes per finished op only when progress is watched
-            finished, over = queue.wait(reported if progress is not None else -1,
-                                        POLL_SECONDS)
-            if progress is not None:
-                for _ in range(finished - reported):
-                    progress(1)  # in the caller's thread: its exceptions reach the caller
+            # sleeps without the GIL; wakes per finished op
+            finished, over = queue.wait(reported, POLL_SECONDS)
+            for _ in range(finished - reported):
+                progress(1)  # in the caller's thread: its exceptions reach the caller
             reported = finished
             if over or not alive:
                 break
