@@ -103,8 +103,12 @@ def status(ok: bool | None) -> str:
 def worker_analyze(args) -> None:
     """Child process: build a trace, analyse it, print one JSON line."""
     t = time.perf_counter()
-    ops = make_trace(args.n, seed=args.seed, tensor_scale=args.scale,
-                     kv_cache=not args.control, variable_tokens=not args.control)
+    if args.trace == "nondense":
+        ops = make_nondense_trace(args.n, seed=args.seed)
+    else:
+        plain = args.trace == "control"
+        ops = make_trace(args.n, seed=args.seed, tensor_scale=args.scale,
+                         kv_cache=not plain, variable_tokens=not plain)
     gen = time.perf_counter() - t
     storage = sum(t.data.nbytes for t in trace_tensors(ops))
     gc.collect()
@@ -172,17 +176,18 @@ def run_watched(argv: list[str], timeout: float, mem_limit: float) -> dict:
 
 def analysis_runs(args, log) -> dict:
     runs = {}
-    plan = [(n, 1, False) for n in args.sizes]
-    plan += [(n, 1, True) for n in args.control_sizes]
-    plan += [(args.mem_ops, 1, False), (args.mem_ops, args.big_scale, False)]
-    for n, scale, control in plan:
-        key = (n, scale, control)
+    plan = [(n, 1, "transformer") for n in args.sizes]
+    plan += [(n, 1, "control") for n in args.control_sizes]
+    plan += [(args.mem_ops, 1, "transformer"), (args.mem_ops, args.big_scale, "transformer")]
+    plan += [(n, 1, "nondense") for n in args.nondense_mem_sizes]
+    for n, scale, trace in plan:
+        key = (n, scale, trace)
         if key in runs:
             continue
         repeats = args.repeats if n <= 20_000 else 1
         argv = ["--worker-analyze", "--n", str(n), "--scale", str(scale),
-                "--repeats", str(repeats), "--seed", str(args.seed)] + (["--control"] if control else [])
-        log(f"analyze n={n} scale={scale}{' control' if control else ''} ...")
+                "--repeats", str(repeats), "--seed", str(args.seed), "--trace", trace]
+        log(f"analyze n={n} scale={scale} {trace} ...")
         runs[key] = res = run_watched(argv, args.timeout, args.mem_limit_gb * GB)
         log("   " + (res["error"] if "error" in res else
                      f"{fmt_s(res['time'])}, {res['edges']} edges, peak {res['peak'] / MB:.0f} MB"))
@@ -525,7 +530,7 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
 
     # 1. throughput
     for n in args.sizes:
-        r = runs[(n, 1, False)]
+        r = runs[(n, 1, "transformer")]
         if "error" in r:
             rows.append(("1 analyze", f"{fmt_n(n)} ops", f"did not finish: {r['error']}", "", "FAIL"))
             continue
@@ -537,7 +542,7 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
                      f"{r['edges'] / r['n']:.1f}/op)", ">= 250,000 ops/s",
                      "PASS" if r['n'] / r['time'] >= 250_000 else "FAIL"))
     for n in args.control_sizes:
-        c, label = runs[(n, 1, True)], f"control {fmt_n(n)} ops (no KV cache, fixed tokens)"
+        c, label = runs[(n, 1, "control")], f"control {fmt_n(n)} ops (no KV cache, fixed tokens)"
         if "error" in c:
             rows.append(("1 analyze", label, f"did not finish: {c['error']}", "", ""))
         else:
@@ -546,13 +551,13 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
                          f"edges ({c['edges'] / c['n']:.1f}/op); peak RSS {c['peak'] / MB:,.0f} MB",
                          "", ""))
     if 100_000 in args.control_sizes and 1_000_000 in args.control_sizes:
-        a, b = ok_run((100_000, 1, True)), ok_run((1_000_000, 1, True))
+        a, b = ok_run((100_000, 1, "control")), ok_run((1_000_000, 1, "control"))
         if a and b:
             rows.append(("1 analyze", "control growth time(1M)/(10 time(100k))",
                          f"{b['time'] / (10 * a['time']):.2f}", "(info)", ""))
     big = [n for n in args.sizes if n >= 1_000_000]
     if 100_000 in args.sizes and 1_000_000 in args.sizes:
-        a, b = ok_run((100_000, 1, False)), runs[(1_000_000, 1, False)]
+        a, b = ok_run((100_000, 1, "transformer")), runs[(1_000_000, 1, "transformer")]
         if a and "error" not in b:
             g = b["time"] / (10 * a["time"])
             rows.append(("1 analyze", "growth time(1M)/(10 time(100k))", f"{g:.2f}", "<= 1.2",
@@ -562,7 +567,7 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
             rows.append(("1 analyze", "growth time(1M)/(10 time(100k))",
                          f"> {lower:.2f} (1M did not finish)", "<= 1.2", "FAIL"))
     if 10_000 in args.sizes and 100_000 in args.sizes:
-        a, b = ok_run((10_000, 1, False)), ok_run((100_000, 1, False))
+        a, b = ok_run((10_000, 1, "transformer")), ok_run((100_000, 1, "transformer"))
         if a and b:
             rows.append(("1 analyze", "growth time(100k)/(10 time(10k))",
                          f"{b['time'] / (10 * a['time']):.2f}", "(info)", ""))
@@ -580,7 +585,7 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
     # 3. memory
     limit = args.max_gb * GB
     if big:
-        r = runs[(big[-1], 1, False)]
+        r = runs[(big[-1], 1, "transformer")]
         if "error" in r:
             rows.append(("3 memory", f"peak RSS at {fmt_n(big[-1])} ops",
                          f"> {r['peak'] / GB:.2f} GB ({r['error']})", f"<= {args.max_gb:g} GB", "FAIL"))
@@ -592,7 +597,7 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
         rows.append(("3 memory", "peak RSS at 1M ops", "skipped (--quick)", f"<= {args.max_gb:g} GB",
                      "n/a"))
     for n in args.sizes:
-        r = runs[(n, 1, False)]
+        r = runs[(n, 1, "transformer")]
         if "error" not in r:
             rows.append(("3 memory", f"per op at {fmt_n(n)} ops",
                          f"graph keeps {r['kept'] / n:,.0f} B/op (edges as arrays and the "
@@ -603,7 +608,17 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
             rows.append(("3 memory", f"peak RSS at {fmt_n(n)} ops",
                          f"{r['peak'] / MB:,.0f} MB (trace alone {r['rss_trace'] / MB:,.0f} MB; "
                          f"{(r['peak'] - r['rss_trace']) / max(r['edges'], 1):.0f} B/edge)", "(info)", ""))
-    small, large = ok_run((args.mem_ops, 1, False)), ok_run((args.mem_ops, args.big_scale, False))
+    for n in args.nondense_mem_sizes:
+        r = runs[(n, 1, "nondense")]
+        label = f"per op at {fmt_n(n)} ops, non-dense trace"
+        if "error" in r:
+            rows.append(("3 memory", label, f"did not finish: {r['error']}", "<= 200 B/op", "FAIL"))
+            continue
+        rows.append(("3 memory", label,
+                     f"graph keeps {r['kept'] / n:,.0f} B/op ({r['edges'] / n:.1f} edges/op); "
+                     f"peak during analyze {(r['maxrss'] - r['rss_trace']) / n:,.0f} B/op",
+                     "<= 200 B/op", status(r["kept"] / n <= 200)))
+    small, large = ok_run((args.mem_ops, 1, "transformer")), ok_run((args.mem_ops, args.big_scale, "transformer"))
     if small and large:
         same = large["peak"] <= small["peak"] * 1.10 + 20 * MB
         rows.append(("3 memory", f"{fmt_n(args.mem_ops)} ops, tensor_scale 1 vs {args.big_scale}",
@@ -719,6 +734,8 @@ def parse_args(argv=None):
                    help="sizes of the control trace (no KV cache, fixed token count)")
     p.add_argument("--baseline-sizes", type=ints, default=[500, 1000, 2000])
     p.add_argument("--nondense-sizes", type=ints, default=[1000, 10_000, 100_000])
+    p.add_argument("--nondense-mem-sizes", type=ints, default=[100_000, 1_000_000],
+                   help="non-dense trace sizes whose memory is measured (in a subprocess)")
     p.add_argument("--nondense-steady", type=int, default=1_000_000,
                    help="non-dense runs at this size (best of 2) for the steady-state "
                         "growth row (0: none)")
@@ -750,11 +767,13 @@ def parse_args(argv=None):
     p.add_argument("--worker-analyze", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--scale", type=int, default=1, help=argparse.SUPPRESS)
-    p.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--trace", choices=("transformer", "control", "nondense"),
+                   default="transformer", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
         args.sizes = [n for n in args.sizes if n < 1_000_000]
         args.control_sizes = [n for n in args.control_sizes if n < 1_000_000]
+        args.nondense_mem_sizes = [n for n in args.nondense_mem_sizes if n < 1_000_000]
     return args
 
 

@@ -153,7 +153,10 @@ def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path):
     import sys
     script = tmp_path / "slow.py"
     script.write_text(
-        "import sys, time, aliasflow as af\n"
+        "import signal, sys, time, aliasflow as af\n"
+        # a suite started in the background of a shell without job control ignores SIGINT,
+        # and so would this child: Python's own handler, as in a terminal
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "t = af.Tensor('T', (400,), 'float64')\n"
         "started, finished = [], []\n"
         "def slow(x):\n"

@@ -444,10 +444,14 @@ def test_edges_are_the_walks_own_read_only_memory():
         type(buffer)()
     with pytest.raises(ValueError):
         edges.data[0, 0] = 5
-    assert memoryview(buffer).readonly and memoryview(buffer).nbytes == 20 * len(edges)
+    assert memoryview(buffer).readonly and memoryview(buffer).nbytes == 8 * len(edges)
     # w -> r RAW, r -> w2 WAR; the WAW w -> w2 is implied by them and left out
-    assert edges.data[:, :3].tolist() == [[0, 1, 0], [1, 2, 1]]
-    assert [edges.view_of(r) for r in edges.data[0, 3:]] == [A[:2], A.T[0]]
+    assert [a.tolist() for a in edges.ops()] == [[0, 1], [1, 2]]
+    assert edges.kinds().tolist() == [0, 1]
+    # rows: w writes A[:2] (row 0), r reads A.T[0] (row 1), w2 writes A[0] (row 2)
+    assert edges.data.tolist() == [[0, 1 * 4 + 0], [1, 2 * 4 + 1]]
+    src_rows, dst_rows = edges.rows()
+    assert [edges.view_of(src_rows[0]), edges.view_of(dst_rows[0])] == [A[:2], A.T[0]]
     empty = compiled.compiled_edges([], None, True, (), 4096, 4096, 1024)
     assert len(empty) == 0 and memoryview(empty.data.base.base).nbytes == 0
 
@@ -484,5 +488,5 @@ def test_view_fields_that_are_not_slots_are_read_through_getattr():
                        af.solver.intersects, af.solver.covers, None, params)
     assert reads and len(reads) == 3  # one read per view: the property, not the slot
     assert bytes(memoryview(got[0])) == bytes(memoryview(plain[0]))
-    assert np.frombuffer(got[0], np.int32).reshape(-1, 5)[:, :3].tolist() == [[0, 1, 0],
-                                                                              [0, 2, 0]]
+    # (src row, dst row * 4 + kind): w's row 0 before r's row 1 and r2's row 2, RAW
+    assert np.frombuffer(got[0], np.int32).reshape(-1, 2).tolist() == [[0, 4], [0, 8]]

@@ -34,25 +34,45 @@ walker = load(__package__ + "._walker")
 
 
 class Edges:
-    """Edges found by the compiled walk: ``data`` is an ``(n, 5)`` read-only int32 array of
-    ``(src op, dst op, kind, src row, dst row)`` over the walk's own memory;
-    ``view_of(row)`` gives a row's view."""
+    """Edges found by the compiled walk: ``data`` is an ``(n, 2)`` read-only int32 array of
+    ``(src row, dst row * 4 + kind)`` over the rows of the walk's access table; op ``k``'s
+    rows are ``op_rows[k]:op_rows[k + 1]``, and ``view_of(row)`` gives a row's view. An
+    edge's ops are its rows' ops, so they take no room of their own (eight bytes an edge).
+    """
 
-    __slots__ = ("data", "view_of", "snapshot")
+    __slots__ = ("data", "op_rows", "view_of", "snapshot")
 
-    def __init__(self, data: np.ndarray, view_of, snapshot=None):
+    def __init__(self, data: np.ndarray, op_rows: np.ndarray, view_of, snapshot=None):
         self.data = data
+        self.op_rows = op_rows
         self.view_of = view_of
         self.snapshot = snapshot  # the ops' views as walked (OpViews), if known
 
     def __len__(self) -> int:
         return len(self.data)
 
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(src rows, dst rows)`` of the edges."""
+        return self.data[:, 0], self.data[:, 1] >> 2
+
+    def kinds(self) -> np.ndarray:
+        """Each edge's kind: 0 RAW, 1 WAR, 2 WAW (``KINDS``)."""
+        return self.data[:, 1] & 3
+
+    def ops(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(src ops, dst ops)`` of the edges: program positions, int64."""
+        starts = self.op_rows
+        row_op = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
+        src, dst = self.rows()
+        return row_op[src], row_op[dst]
+
     def dependencies(self, names, make) -> list:
         """The edges as records: ``make(src, dst, kind, implicit, src_view, dst_view)``."""
         view_of = self.view_of
+        src_rows, dst_rows = self.rows()
         out = []
-        for s, t, k, rs, rt in self.data.tolist():
+        for s, t, k, rs, rt in zip(*(a.tolist() for a in (*self.ops(), self.kinds(),
+                                                           src_rows, dst_rows))):
             vi, vj = view_of(rs), view_of(rt)
             out.append(make(names[s], names[t], KINDS[k], vi is not vj and vi != vj, vi, vj))
         return out
@@ -71,11 +91,12 @@ def compiled_edges(ops: list, progress, retire: bool, prune, covers_limit: int, 
     got = w.walk_ops(ops, TensorView, element_cells, solver.intersects, solver.covers,
                      progress, params)
     if got is not None:
-        raw, row_entries, entry_views, views, starts = got
+        raw, row_entries, entry_views, views, starts, op_rows = got
         entry_of = np.frombuffer(row_entries, np.int32)
         snapshot = OpViews(ops, views, np.frombuffer(starts, np.int32))
-        return Edges(np.frombuffer(raw, np.int32).reshape(-1, 5),
-                     lambda row: entry_views[entry_of[row]], snapshot)
+        return Edges(np.frombuffer(raw, np.int32).reshape(-1, 2),
+                     np.frombuffer(op_rows, np.int32), lambda row: entry_views[entry_of[row]],
+                     snapshot)
     # views reinterpreting memory, or values beyond the fast path: lower in Python
     table = lower(ops)
     try:
@@ -92,4 +113,5 @@ def compiled_edges(ops: list, progress, retire: bool, prune, covers_limit: int, 
     raw = w.walk_table(len(ops), len(table.units), columns, solver.intersects, solver.covers,
                        progress, params)
     rows = table.rows
-    return Edges(np.frombuffer(raw, np.int32).reshape(-1, 5), lambda r: rows[r][7])
+    return Edges(np.frombuffer(raw, np.int32).reshape(-1, 2),
+                 np.asarray(table.op_starts, np.int64), lambda r: rows[r][7])

@@ -128,8 +128,7 @@ class DependencyGraph:
         """Distinct ``(src, dst)`` op positions of the edges, sorted by dst then src."""
         n = len(self.ops)
         if self._edges is not None:  # the walk's arrays, records made or not
-            data = self._edges[0].data
-            src, dst = data[:, 0].astype(np.int64), data[:, 1].astype(np.int64)
+            src, dst = self._edges[0].ops()
         else:
             position = self._position
             src = np.fromiter((position[d.src] for d in self._deps), np.int64, len(self._deps))
@@ -269,7 +268,7 @@ class DependencyGraph:
     def kinds(self) -> dict[str, int]:
         """Number of records by kind."""
         if self._deps is None:
-            counts = np.bincount(self._edges[0].data[:, 2], minlength=3).tolist()
+            counts = np.bincount(self._edges[0].kinds(), minlength=3).tolist()
             return dict(zip(("RAW", "WAR", "WAW"), counts))
         counts = Counter(d.kind for d in self.dependencies)
         return {k: counts.get(k, 0) for k in ("RAW", "WAR", "WAW")}

@@ -210,8 +210,9 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
     ops : iterable of Operation
     workers : int, default 1
         1 runs in program order; more runs the dependency graph on a thread pool (NumPy
-        releases the GIL inside its kernels, so large ops overlap). At most
-        ``min(workers, len(ops), MAX_WORKERS)`` threads are started.
+        releases the GIL inside its kernels, so large ops overlap). Ops run on at most
+        ``min(workers, len(ops), MAX_WORKERS)`` threads, the calling thread among them
+        unless it serves ``progress``.
     graph : DependencyGraph, optional
         A graph from :func:`aliasflow.analyze` for these very ops, to skip analysing again;
         a graph of another op list (or of ops whose views changed since) is refused.

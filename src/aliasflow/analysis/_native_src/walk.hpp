@@ -80,7 +80,10 @@ struct Record {
     int64_t seq = 0;    // order of making (the reference's record id); set by add_record
 };
 
-struct Edge { int32_t src, dst, kind, src_row, dst_row; };
+// An edge: the rows of its two accesses, the later one's with the kind in its low two bits
+// (rows stay below 2^29: the entry points check). A row's op is its place between
+// op_starts, so the ops need no room here: eight bytes an edge, not twenty.
+struct Edge { int32_t src_row, dst_row_kind; };
 
 // The edges, in one array that grows without a copy: on Linux its own mapping, grown by
 // mremap (malloc's realloc copies blocks below its mmap threshold, which glibc raises as a
@@ -317,6 +320,8 @@ private:
             --ones;
         }
         int stored = std::min(len, ones);
+        // room for the closing zero first: a push_back past a full vector would double it
+        a.tail.reserve(size_t(stored) + 1);
         a.tail.assign(reach.begin(), reach.begin() + stored);  // keeps its capacity
         a.tail.push_back(0);
         a.ones = ones;
@@ -964,7 +969,7 @@ private:
                 }
                 if (!dup) {
                     kept.push_back(f);
-                    edges.push_back(Edge{f.op, int32_t(j), f.kind, f.src_row, f.dst_row});
+                    edges.push_back(Edge{f.src_row, f.dst_row * 4 + f.kind});
                 }
             }
         }

@@ -1,7 +1,7 @@
 // aliasflow.analysis._walker: the CPython boundary of the compiled dependency walk.
 //
-// Two entry points, both returning the edges as packed int32 rows
-// (src op, dst op, kind, src row, dst row) in an EdgeBuffer (a read-only buffer):
+// Two entry points, both returning the edges as packed int32 pairs
+// (src row, dst row * 4 + kind) in an EdgeBuffer (a read-only buffer; afw::Edge):
 //
 //   walk_ops(ops, view_type, place, intersects, covers, progress, params)
 //       lowers the ops itself (reading each view's offset/shape/stride/extent once), asks
@@ -197,7 +197,7 @@ PyType_Spec edge_buffer_spec = {"aliasflow.analysis._walker.EdgeBuffer", sizeof(
 PyTypeObject* EdgeBufferType = nullptr;  // made at import (a heap type: no constructor)
 
 PyObject* pack_edges(afw::EdgeList& edges) {
-    static_assert(sizeof(afw::Edge) == 5 * sizeof(int32_t), "packed edges");
+    static_assert(sizeof(afw::Edge) == 2 * sizeof(int32_t), "packed edges");
     EdgeBuffer* out = PyObject_New(EdgeBuffer, EdgeBufferType);
     if (!out) return nullptr;
     size_t n;
@@ -212,9 +212,11 @@ PyObject* int32_bytes(const std::vector<int32_t>& v) {
 }
 
 // Walk `rows` without the GIL; the edges (an EdgeBuffer), or nullptr with an error set.
-// The rows are freed before the edges are packed (the two would add up at the peak).
+// The rows are freed before the edges are packed (the two would add up at the peak); what
+// the caller keeps of them (each row's view entry, the ops' first rows) is swapped out.
 PyObject* run_walk(afw::Rows& rows, int64_t n_ops, int64_t n_groups, const afw::Params& p,
-                   PyCallbacks& cb, std::vector<int32_t>* row_entry = nullptr) {
+                   PyCallbacks& cb, std::vector<int32_t>* row_entry = nullptr,
+                   std::vector<int32_t>* op_starts = nullptr) {
     afw::EdgeList edges;
     bool ok;
     {
@@ -233,6 +235,7 @@ PyObject* run_walk(afw::Rows& rows, int64_t n_ops, int64_t n_groups, const afw::
         edges.swap(w.edges);
     }
     if (row_entry) row_entry->swap(rows.view);
+    if (op_starts) op_starts->swap(rows.op_starts);
     rows = afw::Rows();
     if (!ok) return nullptr;
     return pack_edges(edges);
@@ -598,12 +601,15 @@ PyObject* walk_ops_impl(PyObject* const* args, Py_ssize_t nargs) {
     tensor_index.clear();
     std::vector<PyObject*>().swap(tensor_of);
     rows.shrink();
-    std::vector<int32_t> row_entry;  // the walk frees the rows; their view entries are kept
-    Ref edges(run_walk(rows, n_ops, n_groups, p, cb, &row_entry));
+    // the walk frees the rows; their view entries and the ops' first rows are kept
+    std::vector<int32_t> row_entry, op_starts;
+    Ref edges(run_walk(rows, n_ops, n_groups, p, cb, &row_entry, &op_starts));
     if (!edges.p) return nullptr;
     Ref entries(int32_bytes(row_entry));
     if (!entries.p) return nullptr;
-    return PyTuple_Pack(5, edges.p, entries.p, by_entry.p, snapshot.p, starts.p);
+    Ref firsts(int32_bytes(op_starts));
+    if (!firsts.p) return nullptr;
+    return PyTuple_Pack(6, edges.p, entries.p, by_entry.p, snapshot.p, starts.p, firsts.p);
 }
 
 // ---------------------------------------------------------------- walk_table
@@ -772,10 +778,11 @@ using afpy::guarded;
 PyMethodDef methods[] = {
     {"walk_ops", (PyCFunction)(void (*)(void))guarded<walk_ops_impl>, METH_FASTCALL,
      "walk_ops(ops, view_type, place, intersects, covers, progress, params) -> "
-     "(edges, row_entries, entry_views, views, starts) or None (use walk_table): "
+     "(edges, row_entries, entry_views, views, starts, op_rows) or None (use walk_table): "
      "row_entries (int32 bytes) gives each row's view as a position in entry_views; views "
      "lists every op's inputs then outputs, op by op, and starts (int32 bytes, 2 n + 1) "
-     "where each op's lists start there."},
+     "where each op's lists start there; op_rows (int32 bytes, n + 1): op k's rows are "
+     "op_rows[k]:op_rows[k + 1]."},
     {"walk_table", (PyCFunction)(void (*)(void))guarded<walk_table_impl>, METH_FASTCALL,
      "walk_table(n_ops, n_groups, columns, intersects, covers, progress, params) -> edges."},
     {"same_views", (PyCFunction)(void (*)(void))guarded<same_views_impl>, METH_FASTCALL,
