@@ -100,6 +100,15 @@ def status(ok: bool | None) -> str:
 
 
 # ---- 1 and 3: analysis in a watched subprocess -----------------------------------------------
+def trim_heap() -> None:
+    """Hand the C heap's free memory back to the system (glibc), where there is a way."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def worker_analyze(args) -> None:
     """Child process: build a trace, analyse it, print one JSON line."""
     t = time.perf_counter()
@@ -112,6 +121,7 @@ def worker_analyze(args) -> None:
     gen = time.perf_counter() - t
     storage = sum(t.data.nbytes for t in trace_tensors(ops))
     gc.collect()
+    trim_heap()  # both RSS readings with freed memory handed back, so they compare
     rss_trace = rss_bytes()
     best, graph = float("inf"), None
     for _ in range(args.repeats):
@@ -123,11 +133,7 @@ def worker_analyze(args) -> None:
     # what the graph keeps (edges as arrays, the views it was analysed from): RSS with the
     # walk's freed memory handed back to the system
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass
+    trim_heap()
     kept = rss_bytes() - rss_trace
     deps = graph.dependencies
     out = {
