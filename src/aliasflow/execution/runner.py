@@ -133,7 +133,11 @@ def _ctrl_c_deferred(run: _ParallelRun):
     def mark(signum, frame):
         run.interrupted = True  # no lock here: the handler may run while the queue's is held
 
-    signal.signal(signal.SIGINT, mark)
+    try:
+        signal.signal(signal.SIGINT, mark)
+    except ValueError:  # not the main interpreter's main thread after all
+        yield
+        return
     try:
         yield
     finally:
