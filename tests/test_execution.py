@@ -183,3 +183,28 @@ def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path):
     assert 0 < done < 400  # stopped early
     # every op that started also finished, the one in the calling thread's hands included
     assert started == finished == done
+
+
+def test_parallel_run_from_another_thread():
+    """run(workers=2) outside the main thread (where SIGINT's handler cannot be swapped):
+    the calling thread still works beside the pool, and the result is program order's."""
+    import threading
+    a = af.Tensor("A", (64, 64), "float64", data=np.arange(64.0 * 64).reshape(64, 64))
+    ops = [af.TransformOperation(f"t{k}", "negative").set_inputs(a[k % 8]).set_outputs(a.T[k % 8])
+           for k in range(32)]
+    ref = np.arange(64.0 * 64).reshape(64, 64)
+    for k in range(32):
+        ref.T[k % 8] = -ref[k % 8]
+    errors = []
+
+    def go():
+        try:
+            af.run(ops, workers=2)
+        except BaseException as exc:  # handed to the test's thread
+            errors.append(exc)
+
+    t = threading.Thread(target=go)
+    t.start()
+    t.join(60)
+    assert not t.is_alive() and not errors
+    np.testing.assert_array_equal(a.data, ref)
