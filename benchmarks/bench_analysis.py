@@ -602,14 +602,18 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
     else:
         rows.append(("3 memory", "peak RSS at 1M ops", "skipped (--quick)", f"<= {args.max_gb:g} GB",
                      "n/a"))
+    def kept_row(label, r):
+        n = r["n"]
+        return ("3 memory", label,
+                f"graph keeps {r['kept'] / n:,.0f} B/op (edges as arrays and the views "
+                f"analysed; {r['edges'] / n:.1f} edges/op); peak during analyze "
+                f"{(r['maxrss'] - r['rss_trace']) / n:,.0f} B/op",
+                "<= 200 B/op", status(r["kept"] / n <= 200))
+
     for n in args.sizes:
         r = runs[(n, 1, "transformer")]
         if "error" not in r:
-            rows.append(("3 memory", f"per op at {fmt_n(n)} ops",
-                         f"graph keeps {r['kept'] / n:,.0f} B/op (edges as arrays and the "
-                         f"views analysed); peak during analyze "
-                         f"{(r['maxrss'] - r['rss_trace']) / n:,.0f} B/op",
-                         "<= 200 B/op", status(r["kept"] / n <= 200)))
+            rows.append(kept_row(f"per op at {fmt_n(n)} ops", r))
         if n not in big and "error" not in r:
             rows.append(("3 memory", f"peak RSS at {fmt_n(n)} ops",
                          f"{r['peak'] / MB:,.0f} MB (trace alone {r['rss_trace'] / MB:,.0f} MB; "
@@ -620,11 +624,9 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
         if "error" in r:
             rows.append(("3 memory", label, f"did not finish: {r['error']}", "<= 200 B/op", "FAIL"))
             continue
-        rows.append(("3 memory", label,
-                     f"graph keeps {r['kept'] / n:,.0f} B/op ({r['edges'] / n:.1f} edges/op); "
-                     f"peak during analyze {(r['maxrss'] - r['rss_trace']) / n:,.0f} B/op",
-                     "<= 200 B/op", status(r["kept"] / n <= 200)))
-    small, large = ok_run((args.mem_ops, 1, "transformer")), ok_run((args.mem_ops, args.big_scale, "transformer"))
+        rows.append(kept_row(label, r))
+    small = ok_run((args.mem_ops, 1, "transformer"))
+    large = ok_run((args.mem_ops, args.big_scale, "transformer"))
     if small and large:
         same = large["peak"] <= small["peak"] * 1.10 + 20 * MB
         rows.append(("3 memory", f"{fmt_n(args.mem_ops)} ops, tensor_scale 1 vs {args.big_scale}",

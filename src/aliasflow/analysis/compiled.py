@@ -69,10 +69,11 @@ class Edges:
     def dependencies(self, names, make) -> list:
         """The edges as records: ``make(src, dst, kind, implicit, src_view, dst_view)``."""
         view_of = self.view_of
+        src_ops, dst_ops = self.ops()
         src_rows, dst_rows = self.rows()
         out = []
-        for s, t, k, rs, rt in zip(*(a.tolist() for a in (*self.ops(), self.kinds(),
-                                                           src_rows, dst_rows))):
+        for s, t, k, rs, rt in zip(src_ops.tolist(), dst_ops.tolist(), self.kinds().tolist(),
+                                   src_rows.tolist(), dst_rows.tolist()):
             vi, vj = view_of(rs), view_of(rt)
             out.append(make(names[s], names[t], KINDS[k], vi is not vj and vi != vj, vi, vj))
         return out

@@ -159,9 +159,10 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
 
     Records are ``(op position, view, low, high, dense, layout, left, piece)`` in cells of
     their memory group (see :mod:`.lower` and :mod:`.records`); two dense records whose
-    extents meet overlap, anything else gets the exact test. Candidates are visited in record order (the compiled walk does the
-    same, so both keep the same edges where pruning depends on the order). (This loop is
-    the analysis hot path of the pure build: it is written flat on purpose.)
+    extents meet overlap, anything else gets the exact test. Candidates are visited in
+    record order (the compiled walk does the same, so both keep the same edges where
+    pruning depends on the order). (This loop is the analysis hot path of the pure build:
+    it is written flat on purpose.)
     """
     table = lower(ops)
     rows = table.rows

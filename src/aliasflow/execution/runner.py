@@ -125,23 +125,21 @@ def _ctrl_c_deferred(run: _ParallelRun):
     in hand finishes, as the other workers' do, and then no op starts and the run raises
     KeyboardInterrupt. Only Python's own SIGINT handler, in the main thread, is replaced
     (and restored after); under any other handler Ctrl-C acts as it does in program order."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
-
     def mark(signum, frame):
         run.interrupted = True  # no lock here: the handler may run while the queue's is held
 
-    try:
-        signal.signal(signal.SIGINT, mark)
-    except ValueError:  # not the main interpreter's main thread after all
-        yield
-        return
+    swapped = False
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        try:
+            signal.signal(signal.SIGINT, mark)
+            swapped = True
+        except ValueError:  # not the main interpreter's main thread
+            pass
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if swapped:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _start_threads(run: _ParallelRun, workers: int) -> list[threading.Thread]:
@@ -177,16 +175,17 @@ def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | No
                 run.work_here(caller=True)
             if run.interrupted:  # came after the last op was taken
                 raise KeyboardInterrupt
-        while progress is not None:
-            # looked at before the wait, so that wait counts every op the workers finished
-            alive = any(t.is_alive() for t in threads)
-            # sleeps without the GIL; wakes per finished op
-            finished, over = queue.wait(reported, POLL_SECONDS)
-            for _ in range(finished - reported):
-                progress(1)  # in the caller's thread: its exceptions reach the caller
-            reported = finished
-            if over or not alive:
-                break
+        else:
+            while True:
+                # looked at before the wait, so that wait counts every op the workers finished
+                alive = any(t.is_alive() for t in threads)
+                # sleeps without the GIL; wakes per finished op
+                finished, over = queue.wait(reported, POLL_SECONDS)
+                for _ in range(finished - reported):
+                    progress(1)  # in the caller's thread: its exceptions reach the caller
+                reported = finished
+                if over or not alive:
+                    break
     except BaseException:  # Ctrl-C or the progress callback: start no more, let ops finish
         run.stop()
         for t in threads:
