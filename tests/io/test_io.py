@@ -25,7 +25,7 @@ from aliasflow.io._index import IndexSyntaxError, format_index, parse_index
 from aliasflow.io._values import DTYPES
 from aliasflow.seeds import complex_example, simple_example
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from repo import EXAMPLES
 
 
 # ---- helpers ---------------------------------------------------------------------------------

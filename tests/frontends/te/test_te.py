@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from repo import EXAMPLES
 from hypothesis import assume, given, settings, strategies as st
 
 import aliasflow as af
@@ -477,7 +478,7 @@ def test_example_runs():
     import io
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        runpy.run_path(str(Path(__file__).parent.parent / "examples" / "te_matmul.py"))
+        runpy.run_path(str(EXAMPLES / "te_matmul.py"))
     lines = out.getvalue().splitlines()
     assert lines[0].endswith("fmm(x, y, z2) equals x.mm(y)")
     assert lines[1] == "C.op.input_tensors: ['A', 'B', 'E']"

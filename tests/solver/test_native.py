@@ -7,6 +7,7 @@ The oracle tests in test_solver.py and test_solver_oracles.py run on both backen
 import os
 
 import pytest
+from repo import ROOT
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from aliasflow.solver import api
@@ -236,7 +237,7 @@ def test_short_fuzz_run():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
+    sys.path.insert(0, str(ROOT / "fuzz"))
     try:
         import fuzz_native
     finally:

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from repo import EXAMPLES
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def test_exercises_print_the_answers(output):
 
 def run_example(name):
     from pathlib import Path
-    path = Path(__file__).resolve().parent.parent / "examples" / name
+    path = EXAMPLES / name
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo import ROOT
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from aliasflow.solver import api
@@ -23,7 +24,7 @@ nat = api._native
 pytestmark = pytest.mark.skipif(nat is None, reason="compiled solver not loaded")
 CFG = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
+sys.path.insert(0, str(ROOT / "fuzz"))
 try:  # its differential checks against the reference, shared with the fuzzer
     from fuzz_native import check_covers, check_product_form as same_product_form
 finally:

@@ -5,6 +5,7 @@ import gc
 
 import numpy as np
 import pytest
+from repo import ROOT
 from hypothesis import given, settings, strategies as st
 
 import aliasflow as af
@@ -468,7 +469,7 @@ def test_readme_section_runs():
     import io
     import re
     from pathlib import Path
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    text = (ROOT / "README.md").read_text()
     section = text[text.index("## Framework styles"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     out = io.StringIO()

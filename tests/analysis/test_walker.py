@@ -247,7 +247,7 @@ def test_reinterpreting_views_take_the_table_path():
     assert keys(got) == keys(deps.reference_edges(ops))
 
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+from repo import ROOT
 
 
 @pytest.mark.parametrize("name", ["seed_complex", "seed_simple", "shared_buffer",

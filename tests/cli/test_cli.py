@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from aliasflow.cli import app
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from repo import EXAMPLES
 runner = CliRunner()
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -25,7 +26,7 @@ from aliasflow.analysis.flow import value_flow
 from aliasflow.io import ProgramFileError, dumps_program, loads_program
 from aliasflow.solver import TooLargeError
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.json"))
+EXAMPLES = sorted(EXAMPLES.glob("*.json"))
 BASES = [json.loads(p.read_text()) for p in EXAMPLES] or [
     {"format": "aliasflow-program", "version": 1, "tensors": [{"name": "A", "shape": [4]}],
      "views": [], "ops": [{"name": "f", "kind": "fill", "outputs": ["A"]}]}]

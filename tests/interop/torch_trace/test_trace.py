@@ -8,6 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from repo import ROOT
 
 torch = pytest.importorskip("torch")
 from hypothesis import given, settings, strategies as st  # noqa: E402
@@ -315,7 +316,7 @@ def test_readme_torch_example():
     import io
     import re
     from pathlib import Path
-    readme = Path(__file__).resolve().parents[1] / "README.md"
+    readme = ROOT / "README.md"
     code = next(block for block in re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
                 if "af.trace()" in block)
     out = io.StringIO()

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo import ROOT
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 EXAMPLE = ROOT / "examples" / "trace_silent_wrong.py"
 
