@@ -30,7 +30,7 @@ if SANITIZE:
 
 def extension(name: str, source: str, depends=()) -> Extension:
     # A failed build leaves a working pure-Python install; the test suite then fails
-    # (tests/test_native.py) unless AF_PURE=1 asks for pure Python.
+    # (tests/solver/test_native.py) unless AF_PURE=1 asks for pure Python.
     return Extension(name, sources=[source], depends=list(depends), language="c++",
                      extra_compile_args=compile_args, extra_link_args=link_args,
                      optional=not SANITIZE)

@@ -1,7 +1,7 @@
 """Loading a compiled module that sits beside a pure-Python reference.
 
 ``AF_PURE=1`` in the environment selects every pure-Python reference on purpose; a module
-that did not build is None too (the install still works; tests/test_native.py fails then).
+that did not build is None too (the install still works; tests/solver/test_native.py fails then).
 """
 from __future__ import annotations
 
