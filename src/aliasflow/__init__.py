@@ -13,7 +13,7 @@ overlaps memory the other reads or writes, whether or not they share a view.
 """
 from .core.errors import AliasflowError, ExecutionError
 from .core.storage import Storage
-from .core.tensor import Tensor
+from .core.view import Tensor
 from .core.view import TensorView, row_major_strides
 from .core.operations import (Operation, FillOperation, TransformOperation, ReduceOperation,
                               BinaryOperation)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .core.operations import BinaryOperation, FillOperation, TransformOperation
 from .core.program import Program
-from .core.tensor import Tensor
+from .core.view import Tensor
 from .core.view import TensorView
 
 ERRATUM = ("The seed's prose says transform_op_a and add_op_ab may run in parallel; they may "

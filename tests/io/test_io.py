@@ -17,7 +17,7 @@ from aliasflow.core.functions import REGISTRIES
 from aliasflow.core.operations import (BinaryOperation, FillOperation, ReduceOperation,
                                        TransformOperation)
 from aliasflow.core.program import Program
-from aliasflow.core.tensor import Tensor
+from aliasflow.core.view import Tensor
 from aliasflow.core.view import TensorView
 from aliasflow.io import (MAX_FILE_BYTES, ProgramFileError, dumps_program, load_program,
                           loads_program, save_program)

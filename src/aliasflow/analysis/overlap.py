@@ -25,7 +25,7 @@ import numpy as np
 from aliasflow import solver as _solver
 
 from ..core.errors import AliasflowError
-from ..core.tensor import Tensor
+from ..core.view import Tensor
 from ..core.view import TensorView
 
 __all__ = ["Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",

@@ -1,4 +1,5 @@
-"""Import and export without copies: NumPy arrays, DLPack, the buffer protocol.
+"""Import without copies: NumPy arrays, DLPack, the buffer protocol (views export DLPack
+themselves: :meth:`TensorView.__dlpack__`).
 
 An imported array becomes a view over a :class:`Storage` spanning exactly the bytes the
 array can touch, at the array's real address, owned by the array (which keeps the memory
@@ -14,15 +15,12 @@ arrays whose strides are not multiples of their itemsize (fields of packed recor
 from __future__ import annotations
 
 import itertools
-from math import gcd
 
 import numpy as np
 
-from ..solver.native import load
 from .errors import AliasflowError
-from .storage import Storage, unit_dtype
-from .tensor import Tensor
-from .view import TensorView, _build
+from .storage import Storage, array_address, base_most, extent_storage, unit_dtype
+from .view import Tensor, TensorView, _build
 
 _DLPACK_CPU = 1
 _numbers = itertools.count()
@@ -52,55 +50,6 @@ def _has_buffer(obj) -> bool:
     except TypeError:
         return False
     return True
-
-
-_data_address = getattr(load("aliasflow.solver._native"), "data_address", None)
-
-
-def _address(array: np.ndarray) -> int:
-    """The address of ``array``'s first element. Asked of its buffer in compiled code when
-    that is built (0.1 us): ``__array_interface__`` builds a dict for it (1-2 us, a third of
-    importing an array)."""
-    if _data_address is not None:
-        address = _data_address(array)
-        if address is not None:
-            return address
-    return array.__array_interface__["data"][0]
-
-
-def _base_most(array: np.ndarray) -> np.ndarray | None:
-    """The allocation an array is part of: its base-most ndarray, when it has one."""
-    base = array
-    while isinstance(base.base, np.ndarray):
-        base = base.base
-    return None if base is array else base
-
-
-def array_storage(array: np.ndarray) -> Storage:
-    """The storage of the bytes ``array`` can touch (what an imported array's root is)."""
-    return _extent_storage(array, None, None)[0]
-
-
-def _extent_storage(array: np.ndarray, name, root_of):
-    """``(storage, byte offset of element 0, unit)`` for the bytes ``array`` can touch;
-    the storage's root is that of ``root_of`` (an ndarray, worked out when first asked)."""
-    address = _address(array)
-    isz = array.itemsize
-    low = high = 0
-    unit = isz
-    for n, s in zip(array.shape, array.strides):
-        if n == 0:
-            return Storage(address, 0, owner=array, name=name, _root_of=root_of,
-                           readonly=not array.flags.writeable), 0, isz
-        if n > 1:
-            unit = gcd(unit, s)
-            if s < 0:
-                low += s * (n - 1)
-            else:
-                high += s * (n - 1)
-    storage = Storage(address + low, high - low + isz, owner=array, name=name,
-                      readonly=not array.flags.writeable, _root_of=root_of)
-    return storage, -low, unit
 
 
 def from_numpy(array, name: str | None = None) -> TensorView:
@@ -139,7 +88,7 @@ def from_numpy(array, name: str | None = None) -> TensorView:
     # The common case in one pass: a non-empty array whose strides are whole elements. The
     # storage spans exactly the bytes the array can touch, so the view (element 0 at
     # -low, extent from the storage's first element to its last) is in bounds as made.
-    address = _address(arr)
+    address = array_address(arr)
     isz = dtype.itemsize
     shape, strides = arr.shape, arr.strides
     low = high = 0
@@ -157,12 +106,12 @@ def from_numpy(array, name: str | None = None) -> TensorView:
             break
     if whole:
         storage = Storage(address + low, high - low + isz, owner=arr, name=name,
-                          readonly=not arr.flags.writeable, _root_of=_base_most(arr))
+                          readonly=not arr.flags.writeable, _root_of=base_most(arr))
         last = (high - low) // isz
-        tensor = Tensor._over_lazily(name, storage, dtype, (last + 1,))
+        tensor = Tensor._over(name, storage, dtype, (last + 1,))
         stride = tuple([s // isz if n > 1 else 0 for n, s in zip(shape, strides)])
         return _build(TensorView, name, tensor, -low // isz, shape, stride, dtype, (0, last))
-    storage, start, unit = _extent_storage(arr, name, _base_most(arr))
+    storage, start, unit = extent_storage(arr, name, base_most(arr))
     tensor = Tensor.on(storage, dtype if unit == dtype.itemsize else unit_dtype(unit),
                        (storage.nbytes // unit,), name)
     stride = tuple(s // unit if n > 1 else 0 for n, s in zip(arr.shape, arr.strides))
@@ -213,32 +162,3 @@ def _refuse_other_devices(obj) -> None:
     if kind != _DLPACK_CPU:
         raise AliasflowError(f"from_dlpack: {type(obj).__name__} lives on DLPack device "
                              f"type {kind}; only host (CPU, type 1) memory can be imported")
-
-
-def export_view(view: TensorView, *, stream=None, max_version=None, dl_device=None,
-                copy=None):
-    """DLPack capsule for ``view`` (its ``__dlpack__``): the view's memory, no copy.
-
-    Refused with :class:`BufferError` (what consumers expect) for views with no memory,
-    other devices, and negative strides, which consumers such as PyTorch cannot take
-    (``copy=True`` exports a contiguous copy instead). Read-only views (read-only storage,
-    or indices sharing an element) export read-only, which needs a versioned capsule
-    (``max_version >= (1, 0)``). The capsule keeps the memory alive.
-    """
-    if dl_device is not None and tuple(dl_device) != (_DLPACK_CPU, 0):
-        raise BufferError(f"view {view.name!r} is host memory; cannot export it to DLPack "
-                          f"device {tuple(dl_device)}")
-    if not view.storage.has_memory:
-        raise BufferError(f"view {view.name!r} has no memory to export (its storage "
-                          f"{view.storage.name!r} is analysis only)")
-    arr = view.numpy()
-    if copy:
-        arr = np.array(arr, order="C", copy=True)
-    elif any(s < 0 for n, s in zip(view.shape, view.stride) if n > 1):
-        raise BufferError(f"view {view.name!r} has negative strides {view.stride}; DLPack "
-                          f"consumers such as PyTorch cannot take them (pass copy=True for a "
-                          f"contiguous copy)")
-    try:
-        return arr.__dlpack__(stream=stream, max_version=max_version, copy=False)
-    except BufferError as exc:
-        raise BufferError(f"view {view.name!r}: {exc}") from None

@@ -5,7 +5,7 @@ from math import prod
 
 
 from .errors import AliasflowError
-from .tensor import _is_int
+from .values import is_int as _is_int
 from .values import INT64
 
 _I64_MIN, _I64_MAX = INT64

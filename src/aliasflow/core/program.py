@@ -7,7 +7,7 @@ from operator import attrgetter
 from .errors import AliasflowError
 from .operations import Operation
 from .record import OpRecord
-from .tensor import Tensor
+from .view import Tensor
 from .view import TensorView
 
 

@@ -24,6 +24,7 @@ from math import gcd
 
 import numpy as np
 
+from ..solver.native import load
 from .errors import AliasflowError
 
 VIRTUAL_BASE = 1 << 64  # real addresses are below; virtual storages are laid out from here
@@ -175,7 +176,6 @@ class Storage:
     def root(self) -> "Storage":
         """The allocation this storage is part of (itself when it is one)."""
         if self._root is None and self._root_of is not None:
-            from .exchange import array_storage  # exchange builds on this module
             self._root = array_storage(self._root_of)
             self._root_of = None
         return self if self._root is None else self._root
@@ -246,3 +246,53 @@ def common_unit(*sizes: int) -> int:
     for s in sizes:
         g = gcd(g, s)
     return g or 1
+
+
+# ---- the storage of an ndarray's bytes (imports, and an imported array's root) ------------------
+_data_address = getattr(load("aliasflow.solver._native"), "data_address", None)
+
+
+def array_address(array: np.ndarray) -> int:
+    """The address of ``array``'s first element. Asked of its buffer in compiled code when
+    that is built (0.1 us): ``__array_interface__`` builds a dict for it (1-2 us, a third of
+    importing an array)."""
+    if _data_address is not None:
+        address = _data_address(array)
+        if address is not None:
+            return address
+    return array.__array_interface__["data"][0]
+
+
+def base_most(array: np.ndarray) -> np.ndarray | None:
+    """The allocation an array is part of: its base-most ndarray, when it has one."""
+    base = array
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    return None if base is array else base
+
+
+def array_storage(array: np.ndarray) -> Storage:
+    """The storage of the bytes ``array`` can touch (what an imported array's root is)."""
+    return extent_storage(array, None, None)[0]
+
+
+def extent_storage(array: np.ndarray, name, root_of):
+    """``(storage, byte offset of element 0, unit)`` for the bytes ``array`` can touch;
+    the storage's root is that of ``root_of`` (an ndarray, worked out when first asked)."""
+    address = array_address(array)
+    isz = array.itemsize
+    low = high = 0
+    unit = isz
+    for n, s in zip(array.shape, array.strides):
+        if n == 0:
+            return Storage(address, 0, owner=array, name=name, _root_of=root_of,
+                           readonly=not array.flags.writeable), 0, isz
+        if n > 1:
+            unit = gcd(unit, s)
+            if s < 0:
+                low += s * (n - 1)
+            else:
+                high += s * (n - 1)
+    storage = Storage(address + low, high - low + isz, owner=array, name=name,
+                      readonly=not array.flags.writeable, _root_of=root_of)
+    return storage, -low, unit

@@ -49,6 +49,48 @@ MAX_BYTES = 2**63 - 1  # what a byte count or offset can be on a 64-bit machine
 INT64 = (-(2**63), 2**63 - 1)
 
 
+def is_int(x) -> bool:
+    """A Python or NumPy integer, not a bool."""
+    return type(x) is int or (isinstance(x, (int, np.integer))
+                              and not isinstance(x, (bool, np.bool_)))
+
+
+def check_shape(owner: str, shape) -> tuple[int, ...]:
+    """``shape`` as a tuple of non-negative ints (an int is a 1-d shape), or
+    :class:`AliasflowError` naming ``owner``."""
+    if type(shape) is tuple and len(shape) <= MAX_DIMS:
+        # the common case, a tuple of plain ints in range, is returned as it is (the general
+        # path below would build an equal tuple)
+        for d in shape:
+            if type(d) is not int or not 0 <= d <= INT64[1]:
+                break
+        else:
+            return shape
+    if is_int(shape):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}") from None
+    check_ints(dims, owner)
+    for d in dims:
+        if not is_int(d):
+            raise AliasflowError(f"{owner}: shape must be a tuple of ints, got {shape!r}")
+        if d < 0:
+            raise AliasflowError(f"{owner}: negative size {int(d)} in shape {dims}")
+    if len(dims) > MAX_DIMS:
+        raise AliasflowError(f"{owner}: {len(dims)} dims; NumPy supports at most {MAX_DIMS}")
+    return tuple(int(d) for d in dims)
+
+
+def check_name(name, what: str) -> str:
+    """``name`` when it is a non-empty string, else :class:`AliasflowError` (``what``: "tensor",
+    "view", "op")."""
+    if not isinstance(name, str) or not name:
+        raise AliasflowError(f"{what} name must be a non-empty string, got {show_value(name)}")
+    return name
+
+
 def check_ints(values, what: str) -> None:
     """Refuse any int in ``values`` (ints, slices, nested tuples) outside 64 bits: no shape,
     offset, stride or index can be that large, and such ints cannot even be printed."""

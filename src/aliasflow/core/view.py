@@ -1,4 +1,10 @@
-"""TensorView: an immutable strided window ``(offset, shape, stride)`` on a tensor's storage."""
+"""Views and tensors: the one strided-view type of aliasflow.
+
+A :class:`TensorView` is an immutable window ``(offset, shape, stride)`` on a tensor's storage;
+a :class:`Tensor` is a named full view over a :class:`~aliasflow.Storage` (its own tensor),
+whose offset and strides count its own elements. Every other view of memory (the solver's
+integer layouts, a trace's tensor references, a distributed plan's block views) converts to
+and from this one."""
 from __future__ import annotations
 
 from math import prod
@@ -8,10 +14,12 @@ import numpy as np
 from .. import solver
 from .errors import AliasflowError
 from .indexing import _index_text, apply_index, fast_index, nocopy_reshape, row_major_strides
-from .tensor import Tensor, _check_dtype, _check_shape, _is_int
-from .values import INT64, MAX_DIMS, check_ints
+from .storage import Storage
+from .values import (INT64, MAX_DIMS, check_dtype, check_ints, check_name, check_nbytes,
+                     check_shape as _check_shape, fit_array, is_int as _is_int)
 
 _UNSET = object()
+_DLPACK_CPU = 1  # kDLCPU
 
 
 class _ViewFields:
@@ -418,14 +426,34 @@ class TensorView(_ViewFields):
         return arr.astype(dtype) if dtype is not None else arr
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """Export the view through DLPack without a copy (see
-        :func:`aliasflow.core.exchange.export_view`)."""
-        from .exchange import export_view
-        return export_view(self, stream=stream, max_version=max_version, dl_device=dl_device,
-                           copy=copy)
+        """Export the view through DLPack without a copy.
+
+        Refused with :class:`BufferError` (what consumers expect) for views with no memory,
+        other devices, and negative strides, which consumers such as PyTorch cannot take
+        (``copy=True`` exports a contiguous copy instead). Read-only views (read-only storage,
+        or indices sharing an element) export read-only, which needs a versioned capsule
+        (``max_version >= (1, 0)``). The capsule keeps the memory alive.
+        """
+        if dl_device is not None and tuple(dl_device) != (_DLPACK_CPU, 0):
+            raise BufferError(f"view {self.name!r} is host memory; cannot export it to DLPack "
+                              f"device {tuple(dl_device)}")
+        if not self.storage.has_memory:
+            raise BufferError(f"view {self.name!r} has no memory to export (its storage "
+                              f"{self.storage.name!r} is analysis only)")
+        arr = self.numpy()
+        if copy:
+            arr = np.array(arr, order="C", copy=True)
+        elif any(s < 0 for n, s in zip(self.shape, self.stride) if n > 1):
+            raise BufferError(f"view {self.name!r} has negative strides {self.stride}; DLPack "
+                              f"consumers such as PyTorch cannot take them (pass copy=True for "
+                              f"a contiguous copy)")
+        try:
+            return arr.__dlpack__(stream=stream, max_version=max_version, copy=False)
+        except BufferError as exc:
+            raise BufferError(f"view {self.name!r}: {exc}") from None
 
     def __dlpack_device__(self):
-        return (1, 0)  # kDLCPU, device 0: aliasflow memory is host memory
+        return (_DLPACK_CPU, 0)  # device 0: aliasflow memory is host memory
 
     def __repr__(self) -> str:
         dtype = "" if self.dtype == self.tensor.dtype else f", dtype={self.dtype.name}"
@@ -616,10 +644,12 @@ class TensorView(_ViewFields):
                           self.dtype)
 
     def rename(self, name: str) -> "TensorView":
-        if not isinstance(name, str):
-            raise AliasflowError(f"view {self.name!r}: a new name must be a string, got "
-                                 f"{name!r}")
-        return self._same_elements(name or self._name, self.shape, self.stride)
+        """The same view under another name (a non-empty string)."""
+        if not isinstance(name, str) or not name:
+            raise AliasflowError(f"view {self.name!r}: a new name must be a non-empty string, "
+                                 f"got {name!r}")
+        return _build(TensorView, name, self.tensor, self.offset, self.shape, self.stride,
+                      self.dtype, self.extent)
 
 
 def _default_stride(shape, dtype, tensor_dtype):
@@ -630,6 +660,10 @@ def _default_stride(shape, dtype, tensor_dtype):
         return tuple(s * step for s in row_major_strides(shape)) if step != 1 else \
             row_major_strides(shape)
     return row_major_strides(shape)
+
+
+def _check_dtype(name, dtype) -> np.dtype:
+    return check_dtype(dtype, f"tensor {name!r}")  # fixed-size elements, no subarray dtype
 
 
 def _general_fields(name, tensor, offset, shape, stride, dtype):
@@ -687,3 +721,193 @@ def _cell_unit(view: TensorView) -> int:
     for s in view.byte_strides:
         g = gcd(g, s)
     return g
+
+
+# ---- tensors ------------------------------------------------------------------------------------
+class _DataWhenRead:
+    """``Tensor.data`` of a tensor made without an array: the array over its storage, made
+    (once) when first read, since most imported arrays are only analysed. Tensors made with
+    an array keep it, which hides this."""
+
+    def __get__(self, tensor, owner=None):
+        if tensor is None:
+            return self
+        if tensor.storage.has_memory:
+            need = prod(tensor.shape) * tensor.dtype.itemsize
+            data = tensor.storage.bytes[:need].view(tensor.dtype).reshape(tensor.shape)
+        else:
+            data = _no_data(tensor.name, tensor.dtype, tensor.shape)
+        tensor.__dict__["data"] = data
+        return data
+
+
+_set = object.__setattr__
+
+
+class Tensor(TensorView):
+    """A named tensor: the full view of a shape and dtype over one :class:`~aliasflow.Storage`.
+
+    A tensor is a :class:`TensorView` (offset 0, row-major strides, its own ``tensor``), so
+    it goes wherever a view goes; its views address the storage as a flat sequence of
+    elements of its ``dtype``. ``data`` is a NumPy array of ``shape`` and ``dtype`` over the
+    storage's bytes. The storage is what identifies the memory (by address), so two tensors
+    over one buffer alias wherever their bytes meet.
+
+    Parameters
+    ----------
+    name : str
+        Name used in messages, tables and program files.
+    shape : tuple of int
+        Shape of the storage.
+    dtype : str or numpy dtype, default "float32"
+    data : array_like, optional
+        Initial contents; copied (and cast) into new contiguous memory. Zeros when omitted.
+
+    Examples
+    --------
+    >>> import aliasflow as af
+    >>> a = af.Tensor("A", (4, 4))
+    >>> a.size, a.get_storage_size(), a.storage.nbytes
+    (16, 16, 64)
+    >>> a[1:3, ::2].footprint().tolist()
+    [4, 6, 8, 10]
+    >>> isinstance(a, af.TensorView), a.tensor is a, a.stride
+    (True, True, (4, 1))
+    """
+
+    __slots__ = ("storage", "__dict__", "__weakref__")
+    data = _DataWhenRead()
+
+    def __new__(cls, name: str, shape, dtype="float32", data=None):
+        check_name(name, "tensor")
+        shape = _check_shape(f"tensor {name!r}", shape)
+        dtype = _check_dtype(name, dtype)
+        nbytes = check_nbytes(shape, dtype, f"tensor {name!r}")
+        try:
+            if data is None:
+                arr = np.zeros(shape, dtype=dtype)
+            else:  # one rule for every value (see core.values): refuse what does not fit
+                arr = fit_array(data, dtype, f"tensor {name!r}: data")
+                if arr.shape != shape:
+                    raise AliasflowError(
+                        f"tensor {name!r}: data has shape {arr.shape}, expected {shape}")
+        except MemoryError:
+            raise AliasflowError(f"tensor {name!r}: cannot allocate {nbytes} bytes for shape "
+                                 f"{shape} of {dtype}") from None
+        return cls._over(name, Storage.of_contiguous(arr, name=name), dtype, shape, arr)
+
+    @classmethod
+    def _over(cls, name: str, storage: Storage, dtype: np.dtype, shape: tuple, data=None):
+        """A tensor over ``storage`` from fields known to be valid (``shape`` and ``dtype``
+        fit in it); without ``data``, the array is made when first read."""
+        t = _new(cls)
+        _set(t, "_name", name)
+        _set(t, "storage", storage)
+        _set(t, "offset", 0)
+        _set(t, "shape", shape)
+        _set(t, "stride", row_major_strides(shape))
+        _set(t, "dtype", dtype)
+        _set(t, "extent", _extent(0, shape, t.stride))
+        _set(t, "_dense", _UNSET)
+        _set(t, "_layout", None)
+        _set(t, "_key", None)
+        if data is not None:
+            t.__dict__["data"] = data
+        return t
+
+    @property
+    def tensor(self) -> "Tensor":
+        """A tensor is its own tensor (the full view)."""
+        return self
+
+    @property
+    def is_virtual(self) -> bool:
+        """True when the tensor has no memory aliasflow can read or write (analysis only)."""
+        return not self.storage.has_memory
+
+    @classmethod
+    def from_numpy(cls, name: str, array: np.ndarray) -> "Tensor":
+        """Wrap a C-contiguous array without copying: the tensor's storage *is* ``array``'s
+        memory. (:func:`aliasflow.from_numpy` takes any array and returns a view.)"""
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+            raise AliasflowError(f"tensor {name!r}: Tensor.from_numpy needs a C-contiguous "
+                                 f"ndarray (af.from_numpy takes any array)")
+        check_name(name, "tensor")
+        dtype = _check_dtype(name, array.dtype)
+        return cls._over(name, Storage.of_contiguous(array, name=name), dtype, array.shape,
+                         array)
+
+    @classmethod
+    def virtual(cls, name: str, shape, dtype="float32") -> "Tensor":
+        """A tensor with a shape but no memory, for analysing programs too big to run.
+
+        Its storage is an address range no real memory occupies. Views, overlap and
+        dependency analysis work as usual (a view of 10^12 elements costs what a view of 10
+        does); reading or writing its data is refused.
+        """
+        check_name(name, "tensor")
+        shape = _check_shape(f"tensor {name!r}", shape)
+        dtype = _check_dtype(name, dtype)
+        check_nbytes(shape, dtype, f"tensor {name!r}")
+        storage = Storage.reserve(prod(shape) * dtype.itemsize, name=name)
+        return cls._over(name, storage, dtype, shape, _no_data(name, dtype, shape))
+
+    @classmethod
+    def on(cls, storage: Storage, dtype="uint8", shape=None, name: str | None = None
+           ) -> "Tensor":
+        """A tensor over an existing storage's bytes (no copy).
+
+        ``shape`` defaults to as many elements of ``dtype`` as fit in the storage.
+
+        Examples
+        --------
+        >>> import aliasflow as af
+        >>> s = af.Storage(0x10000, 64, name="s")        # memory someone else owns
+        >>> t = af.Tensor.on(s, "float32")
+        >>> t.shape, t.is_virtual
+        ((16,), True)
+        """
+        if not isinstance(storage, Storage):
+            raise AliasflowError(f"Tensor.on needs a Storage, got {type(storage).__name__}")
+        name = check_name(name if name is not None else storage.name, "tensor")
+        dtype = _check_dtype(name, dtype)
+        if shape is None:
+            shape = (storage.nbytes // dtype.itemsize,)
+        shape = _check_shape(f"tensor {name!r}", shape)
+        need = prod(shape) * dtype.itemsize
+        if need > storage.nbytes:
+            raise AliasflowError(f"tensor {name!r}: shape {shape} of {dtype} needs {need} "
+                                 f"bytes; storage {storage.name!r} has {storage.nbytes}")
+        if storage.has_memory:
+            data = storage.bytes[:need].view(dtype).reshape(shape)
+        else:
+            data = _no_data(name, dtype, shape)
+        return cls._over(name, storage, dtype, shape, data)
+
+    def __deepcopy__(self, memo):
+        """A tensor over a copy of the storage (see :meth:`Storage.__deepcopy__`)."""
+        from copy import deepcopy
+        return Tensor.on(deepcopy(self.storage, memo), self.dtype, self.shape, self.name)
+
+    def get_storage_size(self) -> int:
+        """Number of elements in the storage (what views may address)."""
+        return self.storage.nbytes // self.dtype.itemsize
+
+    def view(self, name: str | None = None) -> TensorView:
+        """The whole tensor as a plain :class:`TensorView` (named like the tensor unless
+        ``name`` is given)."""
+        if name is not None and not isinstance(name, str):
+            check_name(name, "view")
+        return _build(TensorView, name or self._name, self, 0, self.shape, self.stride,
+                      self.dtype, self.extent)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name!r}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _no_data(name: str, dtype: np.dtype, shape: tuple) -> np.ndarray:
+    """A read-only stand-in of the right shape that costs no memory."""
+    try:
+        return np.broadcast_to(np.zeros((), dtype), shape)
+    except (ValueError, MemoryError) as exc:
+        raise AliasflowError(f"tensor {name!r}: shape {shape} is too large: {exc}") from None

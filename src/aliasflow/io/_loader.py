@@ -14,7 +14,7 @@ from ..core.errors import AliasflowError
 from ..core.functions import REGISTRIES
 from ..core.primitives import OP_KINDS
 from ..core.program import Program
-from ..core.tensor import Tensor
+from ..core.view import Tensor
 from ..core.values import MAX_DIMS as NUMPY_MAX_DIMS, show_value
 from ..core.view import TensorView
 from ._datafile import (DataFileError, check_data_file_name, read_data_file,

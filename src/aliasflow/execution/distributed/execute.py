@@ -19,7 +19,7 @@ import numpy as np
 
 from ...core.errors import ExecutionError
 from ...core.storage import Storage
-from ...core.tensor import Tensor
+from ...core.view import Tensor
 from ...core.view import TensorView
 from .plan import Plan, Task
 

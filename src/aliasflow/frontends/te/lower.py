@@ -26,7 +26,7 @@ import numpy as np
 
 from ...core.errors import AliasflowError
 from ...core.operations import Operation as AfOperation
-from ...core.tensor import Tensor as AfTensor
+from ...core.view import Tensor as AfTensor
 from ...core.view import TensorView
 from .build import _tensors, as_view, topo_ops
 from .evaluate import Domain, gather, int_value, load_guards, op_values

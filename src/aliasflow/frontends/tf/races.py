@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...analysis.races import find_races
 from ...core.errors import AliasflowError
 from ...core.operations import Operation as AfOperation
-from ...core.tensor import Tensor as AfTensor
+from ...core.view import Tensor as AfTensor
 from .accesses import _UPDATES, _needed_ops, _read_tensors, _variable_of
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .session import _feeds, _structure

@@ -31,7 +31,7 @@ import numpy as np
 from ...analysis.dependencies import analyze
 from ...core.errors import AliasflowError, ExecutionError
 from ...core.operations import Operation as AfOperation
-from ...core.tensor import Tensor as AfTensor
+from ...core.view import Tensor as AfTensor
 from ...execution.runner import run as af_run
 from .dtypes import TensorShape
 from .graph import Graph, Operation, Tensor, get_default_graph

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ...core.errors import AliasflowError
 from ...core.operations import Operation
-from ...core.tensor import Tensor
+from ...core.view import Tensor
 from ...core.view import TensorView
 from .memory import Ref, no_gc
 
