@@ -157,12 +157,33 @@ def test_a_program_file_has_a_total_memory_cap():
 # ---- views accepted must give numpy() ------------------------------------------------------
 def test_free_strides_on_size_one_and_empty_axes_still_give_arrays():
     a = af.Tensor("A", (4,), "float64", data=np.arange(4.0))
-    v = af.TensorView("v", a, 1, (1, 2), (2**62, 1))  # x 8 bytes: past NumPy's byte strides
+    v = af.TensorView("v", a, 1, (1, 2), (2**59, 1))  # x 8 bytes: just within 64 bits
     np.testing.assert_array_equal(v.numpy(), [[1.0, 2.0]])
-    e = af.TensorView("e", a, 4, (0, 3), (2**62, -(2**62)))
+    e = af.TensorView("e", a, 4, (0, 3), (2**59, -(2**59)))
     assert e.numpy().shape == (0, 3)
     with pytest.raises(af.AliasflowError, match="64 bits"):
         af.TensorView("w", a, 1, (1, 2), (2**70, 1))
+
+
+@pytest.mark.parametrize("make", [
+    lambda a: af.TensorView("v", a, 0, (1, 4), (2**62, 1)),        # 2**64 bytes per step
+    lambda a: af.TensorView("v", a, 0, (0, 4), (-(2**62), 1)),
+    lambda a: af.TensorView("v", a, 0, (1, 4), (2**61, 1))[::2],   # the slice's step
+    lambda a: a[0:0].reshape(0, 2**40, 2**40),                    # a reshape's new strides
+    lambda a: a.view().as_strided((1,), (2**62,))])
+def test_strides_beyond_64_bits_of_bytes_are_refused_when_the_view_is_made(make):
+    # issue 28: a Fill through a stride of 2**62 float32 elements ran, and a view sliced to
+    # a stride of 2**63 was saved in a program file that could not be loaded back
+    a = af.Tensor("A", (4, 4))
+    with pytest.raises(af.AliasflowError, match="beyond the 64-bit byte strides"):
+        make(a)
+    b = af.Tensor("B", (4, 4), "int8")
+    v = af.TensorView("v", b, 0, (1, 4), (2**62, 1))      # 2**62 bytes: fits
+    assert v[::-1].stride == (-(2**62), 1)
+    from aliasflow.io import dumps_program, loads_program
+    text = dumps_program([af.FillOperation("f", 1.0).set_outputs(v)])
+    back = loads_program(text).views["v"]
+    assert (back.offset, back.shape, back.stride) == (v.offset, v.shape, v.stride)
 
 
 def test_more_than_64_dims_is_refused_when_the_view_is_made():
@@ -173,12 +194,15 @@ def test_more_than_64_dims_is_refused_when_the_view_is_made():
         a.view()[(None,) * 70]
 
 
-def test_as_strided_takes_ints_and_none_like_numpy():
+def test_as_strided_needs_shape_and_stride_as_sequences():
+    # issue 28: an int shape and stride=None were read one way (row-major) where NumPy's
+    # as_strided reads strides=None another (the array's own strides): refused, naming them
     a = af.Tensor("A", (4,))
-    assert a.as_strided(2, 1).same_window(af.TensorView("w", a, 0, (2,), (1,)))
-    assert a.as_strided((2,), None).stride == (1,)
-    with pytest.raises(af.AliasflowError, match="stride must be"):
-        a.as_strided((2,), "x")
+    for shape, stride in [(2, 1), ((2,), None), (2, (1,)), ((2,), 1), ((2,), "x")]:
+        with pytest.raises(af.AliasflowError, match="as_strided: (shape|stride) must be a "
+                                                    "tuple of ints"):
+            a.as_strided(shape, stride)
+    assert a.as_strided([2], [np.int64(1)]).same_window(af.TensorView("w", a, 0, (2,), (1,)))
 
 
 def test_critical_path_refuses_costs_that_are_not_numbers():

@@ -25,6 +25,7 @@ import numpy as np
 from aliasflow import solver as _solver
 
 from ..core.errors import AliasflowError
+from ..core.exchange import from_numpy
 from ..core.view import Tensor
 from ..core.view import TensorView
 
@@ -33,12 +34,37 @@ __all__ = ["Overlap", "overlap", "check_memory_overlap", "has_internal_overlap",
 
 
 def _view(v, who: str):
-    """A view, or a tensor as its full view; anything else is refused."""
+    """A view, or a tensor as its full view; an array (an ndarray, anything with
+    ``__array_interface__``, ``__array_struct__``, ``__array__`` or the buffer protocol, as
+    ``np.shares_memory`` takes them) is imported by address as :func:`~aliasflow.from_numpy`
+    does, without a copy (``__array__`` is asked for no copy, as NumPy's protocol allows);
+    anything else is refused."""
     if isinstance(v, TensorView):
         return v
     if isinstance(v, Tensor):
         return v.view()
-    raise AliasflowError(f"{who}: expected a TensorView or Tensor, got {type(v).__name__}")
+    if isinstance(v, np.ndarray) or hasattr(v, "__array_interface__") or \
+            hasattr(v, "__array_struct__") or hasattr(v, "__array__") or _has_buffer(v):
+        try:
+            if not isinstance(v, np.ndarray) and hasattr(v, "__array__") and not (
+                    hasattr(v, "__array_interface__") or hasattr(v, "__array_struct__")):
+                v = np.asarray(v, copy=False)
+            return from_numpy(v)
+        except AliasflowError as exc:
+            raise AliasflowError(f"{who}: {exc}") from None
+        except (ValueError, TypeError, BufferError) as exc:
+            raise AliasflowError(f"{who}: {type(v).__name__} cannot be viewed without a "
+                                 f"copy: {exc}") from None
+    raise AliasflowError(f"{who}: expected a TensorView, a Tensor or an array, got "
+                         f"{type(v).__name__}")
+
+
+def _has_buffer(obj) -> bool:
+    try:
+        memoryview(obj).release()
+    except TypeError:
+        return False
+    return True
 
 
 def memory_meets(v1, v2) -> bool:

@@ -37,10 +37,10 @@ def _index_text(item) -> str:
     return str(int(item))
 
 
-def fast_index(offset: int, vshape: tuple, vstride: tuple, index):
+def fast_index(offset: int, vshape: tuple, vstride: tuple, index, max_stride: int = _I64_MAX):
     """:func:`apply_index` on a view with these fields, for the common index: plain ints and
     slices of plain ints (or None) within 64 bits, ``None`` and one ``...``, every int in
-    range. Returns
+    range, no step making a stride larger than ``max_stride`` in magnitude. Returns
     ``(offset, shape, stride)`` as :func:`apply_index` does (its ``text`` is what
     ``_index_text`` makes of each item), or None for any other index (valid or not), which
     then takes the general path and its checks and messages.
@@ -74,6 +74,8 @@ def fast_index(offset: int, vshape: tuple, vstride: tuple, index):
             s = vstride[dim]
             if length:
                 offset += begin * s
+            if by != 1 and by != -1 and not -max_stride <= s * by <= max_stride:
+                return None  # the general path refuses it, naming the stride
             shape.append(length)
             stride.append(s * by)
             dim += 1

@@ -96,15 +96,30 @@ def _extent(offset, shape, stride):
     return low, high
 
 
+def _check_byte_strides(name, tensor, stride) -> None:
+    """Refuse strides whose byte value does not fit in a signed 64-bit integer, on every
+    dim (a size-1 dim's too): memory is addressed in 64-bit byte strides (NumPy, DLPack, the
+    program file format), so such a view could be neither exported nor saved and loaded."""
+    unit = tensor.dtype.itemsize
+    limit = _I64_MAX // unit
+    for s in stride:
+        if s > limit or s < -limit:
+            raise AliasflowError(f"view {_label(name)!r}: stride {s} is {s * unit} bytes "
+                                 f"({tensor.dtype} elements), beyond the 64-bit byte strides "
+                                 f"memory is addressed with (stride {stride})")
+
+
 def _checked_extent(name, tensor, offset, shape, stride, dtype):
     """The extent of a view with these fields (already of the right types), or
-    :class:`AliasflowError` when the view would reach outside its storage. ``name`` may be a
-    recipe (see :func:`_render`), written out only for a message."""
+    :class:`AliasflowError` when the view would reach outside its storage or its byte strides
+    do not fit in 64 bits. ``name`` may be a recipe (see :func:`_render`), written out only
+    for a message."""
     if offset < 0:
         raise AliasflowError(f"view {_label(name)!r}: negative offset {offset}")
     if len(shape) > MAX_DIMS:  # derived views come here directly
         raise AliasflowError(f"view {_label(name)!r}: {len(shape)} dims; NumPy supports at most "
                              f"{MAX_DIMS}")
+    _check_byte_strides(name, tensor, stride)
     # extent: (lowest, highest) element touched, or None for an empty view (in elements
     # of the tensor's dtype); kept as a plain field since every analysis reads it
     extent = _extent(offset, shape, stride)
@@ -137,7 +152,7 @@ def _indexed(name, tensor, offset, shape, stride, dtype, extent, index):
     (see :func:`fast_index`); None otherwise. A non-empty result touches only elements the
     view touches, so it is in bounds; an empty one (no element to vouch for its offset) and
     one with too many dims are checked."""
-    fast = fast_index(offset, shape, stride, index)
+    fast = fast_index(offset, shape, stride, index, _I64_MAX // tensor.dtype.itemsize)
     if fast is None:
         return None
     offset, shape, stride = fast
@@ -474,9 +489,11 @@ class TensorView(_ViewFields):
 
     def _same_elements(self, name: str, shape: tuple, stride: tuple) -> "TensorView":
         """A view of exactly this one's elements from this one's offset (transposes,
-        no-copy reshapes, squeezes): same extent, so in bounds."""
+        no-copy reshapes, squeezes): same extent, so in bounds (a reshape's new strides are
+        checked to fit in 64 bits)."""
         if len(shape) > MAX_DIMS:
             return self._derive("", self.offset, shape, stride, name)
+        _check_byte_strides(name, self.tensor, stride)
         return _build(TensorView, name, self.tensor, self.offset, shape, stride, self.dtype,
                       self.extent)
 
@@ -486,6 +503,7 @@ class TensorView(_ViewFields):
         extent = _extent(offset, shape, stride)
         if extent is None or self.extent is None or len(shape) > MAX_DIMS:
             return self._derive("", offset, shape, stride, name)
+        _check_byte_strides(name, self.tensor, stride)  # a slice's step multiplies strides
         return _build(TensorView, name, self.tensor, offset, shape, stride, self.dtype, extent)
 
     def __getitem__(self, index) -> "TensorView":
@@ -598,6 +616,11 @@ class TensorView(_ViewFields):
                    name: str | None = None) -> "TensorView":
         """Any window on the same storage; ``offset`` is absolute (defaults to this view's).
 
+        ``shape`` and ``stride`` are sequences of ints of the same length, both given (as
+        ``torch.as_strided(size, stride)`` takes them). A bare int or a missing stride is
+        refused: NumPy's ``as_strided`` reads ``strides=None`` as the array's own strides, not
+        row-major ones, so either reading would surprise someone.
+
         Warnings
         --------
         Nothing stops two indices from addressing one element (overlapping windows): reading
@@ -618,28 +641,26 @@ class TensorView(_ViewFields):
         """
         offset = self.offset if offset is None else offset
         if type(offset) is int and 0 <= offset <= _I64_MAX and _plain_dims(shape, 0) and \
-                (name is None or type(name) is str) and \
-                (stride is None or _plain_dims(stride, _I64_MIN)):
+                (name is None or type(name) is str) and _plain_dims(stride, _I64_MIN) and \
+                len(stride) == len(shape):
             # plain arguments, taken as they are (the general path below would convert and
             # check them to the same fields)
-            full = _default_stride(shape, self.dtype, self.tensor.dtype) if stride is None \
-                else stride
-            if len(full) == len(shape) and _plain_dims(full, _I64_MIN):
-                label = name or (self._name, [".as_strided(", shape, ", ", stride, ", ", offset,
-                                              ")"])
-                return _build(TensorView, label, self.tensor, offset, shape, full, self.dtype,
-                              _checked_extent(label, self.tensor, offset, shape, full,
-                                              self.dtype))
+            label = name or (self._name, [".as_strided(", shape, ", ", stride, ", ", offset,
+                                          ")"])
+            return _build(TensorView, label, self.tensor, offset, shape, stride, self.dtype,
+                          _checked_extent(label, self.tensor, offset, shape, stride,
+                                          self.dtype))
         what = f"view {self.name!r}: as_strided"
-        shape = _check_shape(what, shape)  # an int means a 1-d shape, as in NumPy
-        if _is_int(stride):
-            stride = (stride,)
-        try:
-            stride = None if stride is None else tuple(stride)  # None: row-major, as in NumPy
-        except TypeError:
-            raise AliasflowError(f"{what}: stride must be a tuple of ints, got {stride!r}") \
-                from None
-        text = f".as_strided({shape}, {stride}, {offset})"
+        for arg, value in (("shape", shape), ("stride", stride)):
+            if not isinstance(value, (tuple, list)):
+                raise AliasflowError(f"{what}: {arg} must be a tuple of ints, got {value!r} "
+                                     f"(give both shape and stride as tuples, e.g. "
+                                     f"as_strided((2,), (1,)))")
+        shape = _check_shape(what, shape)
+        if not all(_is_int(s) for s in stride):
+            raise AliasflowError(f"{what}: stride must be a tuple of ints, got {stride!r}")
+        stride = tuple(stride)
+        text = f".as_strided({shape}, {tuple(int(s) for s in stride)}, {offset})"
         return TensorView(name or f"{self.name}{text}", self.tensor, offset, shape, stride,
                           self.dtype)
 
