@@ -8,6 +8,11 @@ class AliasflowError(ValueError):
     """
 
 
+class ExportRefused(AliasflowError, BufferError):
+    """A view that DLPack cannot export, or export arguments it cannot honour: bad input (an
+    :class:`AliasflowError`) and the ``BufferError`` DLPack consumers expect."""
+
+
 class ExecutionError(RuntimeError):
     """An operation failed while running; the original exception is chained as ``__cause__``."""
 

@@ -139,15 +139,38 @@ def from_dlpack(obj, name: str | None = None) -> TensorView:
     if not hasattr(obj, "__dlpack__"):
         raise AliasflowError(f"from_dlpack: {type(obj).__name__} does not export DLPack "
                              f"(no __dlpack__ method)")
+    _refuse_lazy_bits(obj)
     try:
         arr = np.from_dlpack(obj)  # refuses memory the host cannot read
-    except (BufferError, TypeError, ValueError, RuntimeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a producer's own failure, whatever its type
         # the producer's device, asked only now (PyTorch's __dlpack_device__ costs 1.8 us,
         # as much as the import), names the usual reason
         _refuse_other_devices(obj)
         raise AliasflowError(f"from_dlpack: {type(obj).__name__} cannot be imported: "
-                             f"{exc}") from None
+                             f"{exc or type(exc).__name__}") from None
+    if not isinstance(arr, np.ndarray):  # pragma: no cover - NumPy always gives one
+        raise AliasflowError(f"from_dlpack: {type(obj).__name__} gave no array")
     return from_numpy(arr, name)
+
+
+def _refuse_lazy_bits(obj) -> None:
+    """Refuse a PyTorch tensor whose negative or conjugate bit is set: its memory holds
+    values that PyTorch negates or conjugates when read (``z.conj()``, ``z.conj().imag``),
+    and DLPack has no field for that, so the capsule's bytes alone would read wrong (PyTorch
+    refuses to export a conjugate tensor but exports a negative one as its raw memory)."""
+    for bit, what, fix in _LAZY_BITS:
+        try:
+            set_ = getattr(obj, bit)() is True
+        except Exception:  # noqa: BLE001 - no such method (not PyTorch): nothing to refuse
+            continue
+        if set_:
+            raise AliasflowError(f"from_dlpack: {type(obj).__name__} has its {what} bit set "
+                                 f"(as z.conj() and z.conj().imag make): its memory holds "
+                                 f"the values before that {what} step, which DLPack cannot "
+                                 f"express; import x.{fix}() instead (a copy)")
+
+
+_LAZY_BITS = (("is_neg", "negation", "resolve_neg"), ("is_conj", "conjugation", "resolve_conj"))
 
 
 def _refuse_other_devices(obj) -> None:
@@ -156,7 +179,7 @@ def _refuse_other_devices(obj) -> None:
         return
     try:
         kind = int(device()[0])
-    except Exception as exc:  # a producer's own failure, reported as such
+    except Exception as exc:  # noqa: BLE001 - a producer's own failure, reported as such
         raise AliasflowError(f"from_dlpack: {type(obj).__name__}.__dlpack_device__() "
                              f"failed: {exc}") from None
     if kind != _DLPACK_CPU:

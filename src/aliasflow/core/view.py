@@ -12,7 +12,7 @@ from math import prod
 import numpy as np
 
 from .. import solver
-from .errors import AliasflowError
+from .errors import AliasflowError, ExportRefused
 from .indexing import _index_text, apply_index, fast_index, nocopy_reshape, row_major_strides
 from .storage import Storage
 from .values import (INT64, MAX_DIMS, check_dtype, check_ints, check_name, check_nbytes,
@@ -443,29 +443,34 @@ class TensorView(_ViewFields):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export the view through DLPack without a copy.
 
-        Refused with :class:`BufferError` (what consumers expect) for views with no memory,
-        other devices, and negative strides, which consumers such as PyTorch cannot take
-        (``copy=True`` exports a contiguous copy instead). Read-only views (read-only storage,
-        or indices sharing an element) export read-only, which needs a versioned capsule
-        (``max_version >= (1, 0)``). The capsule keeps the memory alive.
+        Refused with :class:`~aliasflow.core.errors.ExportRefused` (a ``BufferError``, what
+        consumers expect, and an :class:`AliasflowError`) for views with no memory, other
+        devices, and negative strides, which consumers such as PyTorch cannot take
+        (``copy=True`` exports a contiguous copy instead), and for arguments the protocol does
+        not allow (``dl_device`` not a ``(type, id)`` pair of ints, ``max_version`` not a
+        ``(major, minor)`` pair, a ``stream`` other than None for host memory, ``copy`` not a
+        bool or None). Read-only views (read-only storage, or indices sharing an element)
+        export read-only, which needs a versioned capsule (``max_version >= (1, 0)``). The
+        capsule keeps the memory alive.
         """
+        _check_dlpack_args(self.name, stream, max_version, dl_device, copy)
         if dl_device is not None and tuple(dl_device) != (_DLPACK_CPU, 0):
-            raise BufferError(f"view {self.name!r} is host memory; cannot export it to DLPack "
-                              f"device {tuple(dl_device)}")
+            raise ExportRefused(f"view {self.name!r} is host memory; cannot export it to "
+                                f"DLPack device {tuple(dl_device)}")
         if not self.storage.has_memory:
-            raise BufferError(f"view {self.name!r} has no memory to export (its storage "
-                              f"{self.storage.name!r} is analysis only)")
+            raise ExportRefused(f"view {self.name!r} has no memory to export (its storage "
+                                f"{self.storage.name!r} is analysis only)")
         arr = self.numpy()
         if copy:
             arr = np.array(arr, order="C", copy=True)
         elif any(s < 0 for n, s in zip(self.shape, self.stride) if n > 1):
-            raise BufferError(f"view {self.name!r} has negative strides {self.stride}; DLPack "
-                              f"consumers such as PyTorch cannot take them (pass copy=True for "
-                              f"a contiguous copy)")
+            raise ExportRefused(f"view {self.name!r} has negative strides {self.stride}; "
+                                f"DLPack consumers such as PyTorch cannot take them (pass "
+                                f"copy=True for a contiguous copy)")
         try:
-            return arr.__dlpack__(stream=stream, max_version=max_version, copy=False)
+            return arr.__dlpack__(stream=None, max_version=max_version, copy=False)
         except BufferError as exc:
-            raise BufferError(f"view {self.name!r}: {exc}") from None
+            raise ExportRefused(f"view {self.name!r}: {exc}") from None
 
     def __dlpack_device__(self):
         return (_DLPACK_CPU, 0)  # device 0: aliasflow memory is host memory
@@ -671,6 +676,26 @@ class TensorView(_ViewFields):
                                  f"got {name!r}")
         return _build(TensorView, name, self.tensor, self.offset, self.shape, self.stride,
                       self.dtype, self.extent)
+
+
+def _dlpack_pair(value) -> bool:
+    return isinstance(value, (tuple, list)) and len(value) == 2 and \
+        all(_is_int(x) and 0 <= x <= _I64_MAX for x in value)
+
+
+def _check_dlpack_args(name, stream, max_version, dl_device, copy) -> None:
+    """The arguments of ``__dlpack__`` as the DLPack protocol allows them for host memory."""
+    bad = None
+    if dl_device is not None and not _dlpack_pair(dl_device):
+        bad = f"dl_device must be a (device type, device id) pair of ints, got {dl_device!r}"
+    elif max_version is not None and not _dlpack_pair(max_version):
+        bad = f"max_version must be a (major, minor) pair of ints, got {max_version!r}"
+    elif stream is not None:
+        bad = f"stream must be None for host memory, got {stream!r}"
+    elif copy is not None and not isinstance(copy, (bool, np.bool_)):
+        bad = f"copy must be True, False or None, got {copy!r}"
+    if bad:
+        raise ExportRefused(f"view {name!r}: __dlpack__: {bad}")
 
 
 def _default_stride(shape, dtype, tensor_dtype):
