@@ -17,8 +17,7 @@ from ..core.program import Program
 from ..core.view import Tensor
 from ..core.values import MAX_DIMS as NUMPY_MAX_DIMS, show_value
 from ..core.view import TensorView
-from ._datafile import (DataFileError, check_data_file_name, read_data_file,
-                        storage_from)
+from ._datafile import DataFile, DataFileError, check_data_file_name, storage_from
 from ._index import IndexSyntaxError, parse_index
 from ._values import DTYPES, check_scalar, parse_init, show
 from ._format import (_FAMILY_WORD, _INT64, _KEY_HINTS, DERIVATIONS, FORMAT, KIND_PARAMS,
@@ -135,7 +134,7 @@ BROKEN = _Broken()
 class _Loader:
     def __init__(self, base_dir=None, max_total_bytes: int = MAX_TOTAL_BYTES):
         self.base_dir = base_dir  # where a data file named by the program would be
-        self.data: dict | None = None  # the data file's arrays, when the program has one
+        self.data: DataFile | None = None  # the data file, open while loading
         self.storages: dict = {}
         self.max_total_bytes = max_total_bytes
         self.total_bytes = 0  # of the tensors accepted so far: checked before allocating
@@ -218,6 +217,13 @@ class _Loader:
 
     # -- sections --
     def load(self, doc) -> Program | None:
+        try:
+            return self._load(doc)
+        finally:
+            if self.data is not None:
+                self.data.close()
+
+    def _load(self, doc) -> Program | None:
         if not isinstance(doc, dict):
             self.bad("$", f"expected a JSON object with keys format, version, tensors, views, "
                           f"ops; got {_kind_of(doc)} {show(doc)}")
@@ -270,25 +276,29 @@ class _Loader:
             problem = "a program read from text has no folder to find its data file in"
         if problem is None:
             try:
-                self.data = read_data_file(self.base_dir / name)
+                self.data = DataFile(self.base_dir / name)
             except DataFileError as exc:
                 problem = f"data file {name!r}: {exc}"
         if problem:
             self.bad("$.data_file", problem)
 
     def from_data_file(self, key: str, shape, dtype, path: str):
-        """The data file's array ``key``, checked against the shape and dtype expected."""
+        """A copy of the data file's entry ``key``, checked against the shape and dtype
+        expected before it is read."""
         if self.data is None:
             self.bad(path, "\"data_file\" contents need a \"data_file\" in the program")
             return None
-        arr = self.data.get(key)
-        if arr is None:
+        entry = self.data.entries.get(key)
+        if entry is None:
             self.bad(path, f"the data file has no entry {key!r}")
-        elif arr.shape != tuple(shape) or arr.dtype != dtype:
-            self.bad(path, f"the data file's entry {key!r} is {arr.dtype.name} {arr.shape}, "
+        elif entry[1] != tuple(shape) or entry[0] != dtype:
+            self.bad(path, f"the data file's entry {key!r} is {entry[0].name} {entry[1]}, "
                            f"expected {dtype.name} {tuple(shape)}")
         else:
-            return arr
+            try:
+                return self.data.read(key)
+            except DataFileError as exc:
+                self.bad(path, f"data file: {exc}")
         return None
 
     def allocate(self, nbytes: int, path: str, what: str) -> bool:
@@ -384,7 +394,7 @@ class _Loader:
             return
         if entry.get("init") == "data_file":
             arr = self.from_data_file(f"tensor:{name}", shape, dtype, f"{path}.init")
-            if arr is not None:  # memory-mapped: the tensor's storage is the file's pages
+            if arr is not None:  # a fresh copy: the tensor owns it
                 self.tensors[name] = Tensor.from_numpy(name, arr)
             return
         before = len(self.problems)

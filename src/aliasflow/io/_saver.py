@@ -175,8 +175,14 @@ def save_program(program, path, *, description: str | None = None, data: str = "
 
     ``data="json"`` keeps contents in the JSON (exact text); ``data="safetensors"`` writes
     them to a safetensors file beside it (``path`` with the suffix ``.safetensors``), which
-    loading memory-maps without a copy. Round trips are bit-exact either way, and tensors
-    sharing memory stay over one storage.
+    loading reads back (copying what the program uses). Round trips are bit-exact either
+    way, and tensors sharing memory stay over one storage.
+
+    Nothing is written unless everything can be: the program is checked and both texts made
+    first, a path that is a directory is refused, and each file is written to a temporary
+    file beside it and renamed into place only when all are written (the data file first,
+    so a program file never names a data file that is not there). A failure leaves no file
+    behind and the old files, if any, as they were.
     """
     if data not in ("json", "safetensors"):
         raise ProgramFileError([f"data must be \"json\" or \"safetensors\", got {data!r}"],
@@ -188,6 +194,32 @@ def save_program(program, path, *, description: str | None = None, data: str = "
                                 f".safetensors"], "<program>")
     text, arrays = _document(program, description,
                              None if data_path is None else data_path.name)
-    if arrays:
-        write_data_file(data_path, arrays)
-    path.write_text(text, encoding="utf-8")
+    targets = [path] + ([data_path] if arrays else [])
+    for target in targets:
+        if target.is_dir():
+            raise ProgramFileError([f"{target}: is a directory; nothing was written"],
+                                   "<program>")
+    writes = [(data_path, lambda tmp: write_data_file(tmp, arrays))] if arrays else []
+    writes.append((path, lambda tmp: tmp.write_bytes(text.encode("utf-8"))))
+    _write_all(writes)
+
+
+def _write_all(writes) -> None:
+    """Each ``(path, write)``: ``write(temporary path)`` beside ``path``; then every
+    temporary file renamed over its path, in order. On any failure every temporary file is
+    removed and the error re-raised."""
+    done = []
+    try:
+        for path, write in writes:
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            done.append((tmp, path))
+            write(tmp)
+        for tmp, path in done:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in done:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass

@@ -58,8 +58,10 @@ buffer, reinterpreting views) are tensors over one entry of the optional top-lev
 offset and strides stay in elements of the tensor's dtype). With a top-level ``"data_file"``
 (a plain file name beside the program file, never a path), contents may come from that
 safetensors file: a tensor's ``"init": "data_file"`` reads entry ``"tensor:NAME"``, a
-storage's reads ``"storage:NAME"`` (uint8). Data files are read memory-mapped without a
-copy, copy-on-write, after their header is checked against the file.
+storage's reads ``"storage:NAME"`` (uint8). The data file's whole header is checked against
+the file first; then the entries the program uses are copied into fresh memory (no memory
+mapping), so the loaded program never depends on the file again: truncating, rewriting or
+deleting it afterwards changes nothing the program holds.
 
 **Ops** ``{"name", "kind", "inputs"?, "outputs"?, <params>}`` in program order. ``inputs`` and
 ``outputs`` (default ``[]``) are lists of view names; a name that is not a view but a tensor
@@ -82,7 +84,9 @@ Loading checks everything above and reports every problem it finds in one
 :class:`ProgramFileError`, one line per problem starting with its JSON path
 (``$.views[2].stride: expected a list of ints, got "x"``). It does not check that shapes fit
 together: a program that cannot run (the seed's complex example) loads and can be analysed.
-Files larger than ``MAX_FILE_BYTES`` are refused before they are read.
+Files larger than ``MAX_FILE_BYTES`` are refused before they are read, and so is anything
+that is not a regular file (a FIFO, a device, a directory), program or data file alike:
+opening never waits on it.
 
 Saving writes every view explicitly (tensor, offset, shape, stride, dtype when it differs),
 tensor contents as ``"zeros"`` when all bits are zero and as exact ``{"data": ...}``
@@ -99,6 +103,7 @@ from pathlib import Path
 from ..core.program import Program
 from ._format import (FORMAT, MAX_FILE_BYTES, MAX_TOTAL_BYTES, SUPPORTED_VERSIONS, VERSION,
                       ProgramFileError)
+from ._datafile import DataFileError, open_regular
 from ._loader import _Loader, _parse_json
 from ._saver import dumps_program, save_program
 
@@ -135,15 +140,19 @@ def load_program(path, *, max_bytes: int = MAX_FILE_BYTES,
                  max_total_bytes: int = MAX_TOTAL_BYTES) -> Program:
     """Read, parse and validate the program file at ``path`` (see the module docstring).
 
-    Raises :class:`ProgramFileError` for a file that is too large or not a valid program
-    (listing every problem found); ``OSError`` when the file cannot be read.
+    Raises :class:`ProgramFileError` for a file that is too large, not a regular file or not a
+    valid program (listing every problem found); ``OSError`` when the file cannot be opened.
     """
     path = Path(os.fspath(path))
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ProgramFileError([f"$: the file has {size} bytes, more than the limit of "
-                                f"{max_bytes} bytes for program files"], str(path))
-    with open(path, "rb") as f:
+    try:
+        f = open_regular(path)
+    except DataFileError as exc:
+        raise ProgramFileError([f"$: {exc}"], str(path)) from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size > max_bytes:
+            raise ProgramFileError([f"$: the file has {size} bytes, more than the limit of "
+                                    f"{max_bytes} bytes for program files"], str(path))
         data = f.read(max_bytes + 1)
     return loads_program(data, source=str(path), max_bytes=max_bytes, base_dir=path.parent,
                          max_total_bytes=max_total_bytes)
