@@ -6,8 +6,19 @@ op's result (None for ops with outputs); an op's failure raises :class:`OpFailed
 earliest failed op in program order. ``run`` then writes the blocks back; on a failure it asks
 the backend for the plan truncated just before the failed op, writes that state back, and
 raises :class:`~aliasflow.ExecutionError` naming the op.
+
+What a backend answers is checked before anything is written back (a pair of dicts, every
+final block version there with exactly its block's bytes, a result for every task): a
+backend answering anything else is refused with :class:`~aliasflow.AliasflowError` and the
+storages are as they were. ``progress`` is called with 1 per finished task, in the calling
+thread, as :func:`aliasflow.run` calls it; if it raises, the run stops and the storages and
+results are left as a one-worker run leaves them when its callback raises at the same count:
+the ops reported so far, in program order, have run, no other (their blocks are computed
+again from the plan truncated there), and the callback's exception is re-raised.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ...core.errors import AliasflowError, ExecutionError
 from ..checks import check_all
@@ -69,6 +80,72 @@ class LocalBackend:
         return {w: values[w] for w in p.final}, results
 
 
+class _Progress:
+    """The user's callback behind the one a backend calls: counts finished tasks, hands
+    them on one at a time, and keeps the callback's exception (the run stops with it)."""
+
+    def __init__(self, callback):
+        self.callback, self.count, self.raised = callback, 0, None
+
+    def __call__(self, n=1) -> None:
+        if self.raised is not None:
+            raise self.raised
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise AliasflowError(f"a backend reported progress {n!r}; expected a count of "
+                                 f"finished tasks")
+        for _ in range(n):
+            self.count += 1
+            try:
+                self.callback(1)
+            except BaseException as exc:  # the run stops with the callback's exception
+                self.raised = exc
+                raise
+
+
+def _answer(p: Plan, answer, backend):
+    """``(values, results)`` of ``backend.execute(p)`` after checking them against the plan:
+    :class:`AliasflowError` (nothing written back) for anything else."""
+    who = f"backend {type(backend).__name__}"
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        raise AliasflowError(f"{who} answered {_show(answer)}; expected (block values, op "
+                             f"results); nothing was written back")
+    values, results = answer
+    if not isinstance(values, dict) or not isinstance(results, dict):
+        raise AliasflowError(f"{who} answered a {type(values).__name__} and a "
+                             f"{type(results).__name__}; expected two dicts; nothing was "
+                             f"written back")
+    final = set(p.final)
+    if set(values) != final:
+        missing, extra = sorted(final - set(values)), sorted(set(values) - final, key=repr)
+        raise AliasflowError(f"{who} answered block versions that are not the plan's final "
+                             f"ones (missing {_show(missing)}, unexpected {_show(extra)}); "
+                             f"nothing was written back")
+    checked = {}
+    for key in p.final:
+        lo, hi = p.block_range(key[0], key[1])
+        data = values[key]
+        if isinstance(data, (bytes, bytearray)):
+            data = np.frombuffer(data, np.uint8)
+        if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 1 or \
+                data.size != hi - lo:
+            raise AliasflowError(f"{who} answered {_show(data)} for block {key[1]} (version "
+                                 f"{key[2]}) of storage {p.storages[key[0]].name!r}; expected "
+                                 f"its {hi - lo} bytes as a uint8 array; nothing was written "
+                                 f"back")
+        checked[key] = data
+    indices = {t.index for t in p.tasks}
+    if set(results) != indices:
+        raise AliasflowError(f"{who} answered results for tasks {_show(sorted(results, key=repr))}"
+                             f", expected one for each of {len(indices)} tasks; nothing was "
+                             f"written back")
+    return checked, results
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def run_plan(p: Plan, backend, progress=None) -> None:
     """Execute plan ``p`` on ``backend``; see the module doc."""
     for op in p.ops:
@@ -77,16 +154,35 @@ def run_plan(p: Plan, backend, progress=None) -> None:
                                  f"has no kernel to run")
     check_all(p.ops)  # every op checked before any task runs, as af.run does
     check_memory(p)
+    reporter = None if progress is None else _Progress(progress)
     try:
-        values, results = backend.execute(p, progress)
+        values, results = _answer(p, backend.execute(p, reporter), backend)
     except OpFailed as exc:
+        if reporter is not None and reporter.raised is not None:
+            _stop_after(p, backend, reporter)
         before = p.truncated(exc.index)
-        values, results = backend.execute(before) if before.tasks else ({}, {})
+        values, results = _answer(before, backend.execute(before), backend) \
+            if before.tasks else ({}, {})
         write_back(p, values)
         set_results(before, results)     # ops before the failed one have their results
         raise ExecutionError(exc.op_name, exc.message) from exc
+    except BaseException:
+        if reporter is not None and reporter.raised is not None:
+            _stop_after(p, backend, reporter)
+        raise
     write_back(p, values)
     set_results(p, results)
+
+
+def _stop_after(p: Plan, backend, reporter: _Progress) -> None:
+    """The progress callback raised: leave the state after the ops it was told about (the
+    first ``count`` in program order), then re-raise its exception."""
+    before = p.truncated(min(reporter.count, len(p.tasks)))
+    values, results = _answer(before, backend.execute(before), backend) \
+        if before.tasks else ({}, {})
+    write_back(p, values)
+    set_results(before, results)
+    raise reporter.raised
 
 
 def run_local(p: Plan, poison=None) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gc
 import re
+from fractions import Fraction
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,8 +46,14 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "m
           "gib": 2**30}
 
 
+MAX_BLOCK_BYTES = 2**63 - 1  # a byte count on a 64-bit machine
+
+
 def parse_bytes(value) -> int:
     """A positive byte count from an int or a string such as ``"64KiB"``, ``"16MiB"``, ``"4096"``.
+
+    Strings are read exactly (``"1.5KiB"`` is 1536; a size that is not a whole number of
+    bytes is refused), and no count may pass 2**63 - 1 bytes.
 
     >>> parse_bytes("16MiB"), parse_bytes("64 KiB"), parse_bytes(7), parse_bytes("1.5KiB")
     (16777216, 65536, 7, 1536)
@@ -54,23 +61,30 @@ def parse_bytes(value) -> int:
     if isinstance(value, (bool, np.bool_)):
         raise AliasflowError(f"block_bytes must be a positive int or a size like '16MiB', "
                              f"got {value!r}")
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
     if isinstance(value, (int, np.integer)):
         n = int(value)
     elif isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", value)
-        unit = m.group(2).lower() if m else None
+        m = re.fullmatch(r"\s*([0-9]{1,30})(?:\.([0-9]{1,30}))?\s*([A-Za-z]*)\s*", value,
+                         re.ASCII)
+        unit = m.group(3).lower() if m else None
         if m is None or unit not in _UNITS:
-            raise AliasflowError(f"block_bytes {value!r} is not a size like 4096, '64KiB', "
-                                 f"'16MiB' (units B, KB, MB, GB, KiB, MiB, GiB)")
-        n = float(m.group(1)) * _UNITS[unit]
-        if n != int(n):
-            raise AliasflowError(f"block_bytes {value!r} is not a whole number of bytes")
-        n = int(n)
+            raise AliasflowError(f"block_bytes {shown} is not a size like 4096, '64KiB', "
+                                 f"'16MiB' (at most 30 digits; units B, KB, MB, GB, KiB, MiB, "
+                                 f"GiB)")
+        whole, frac = m.group(1), m.group(2) or ""
+        exact = Fraction(int(whole + frac), 10 ** len(frac)) * _UNITS[unit]
+        if exact.denominator != 1:
+            raise AliasflowError(f"block_bytes {shown} is not a whole number of bytes")
+        n = int(exact)
     else:
         raise AliasflowError(f"block_bytes must be a positive int or a size like '16MiB', "
-                             f"got {value!r}")
+                             f"got {shown}")
     if n < 1:
-        raise AliasflowError(f"block_bytes must be at least 1 byte, got {value!r}")
+        raise AliasflowError(f"block_bytes must be at least 1 byte, got {shown}")
+    if n > MAX_BLOCK_BYTES:
+        raise AliasflowError(f"block_bytes {shown} is {n} bytes, more than the {MAX_BLOCK_BYTES} "
+                             f"a byte count can be")
     return n
 
 
