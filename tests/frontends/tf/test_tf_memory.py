@@ -1,4 +1,4 @@
-"""aliasflow.tf's memory model (seed 002): TensorShape bytes against an independent statement of
+"""aliasflow.tf's memory model (seed 002): TensorShapeRep bytes against an independent statement of
 tensor_shape.h/.cc's rules, buffer refcounts across slices and deletes, the five-step pointer
 walk re-done with raw reads, from_numpy without a copy, and the dangerous data-pointer swap."""
 import ctypes
@@ -12,7 +12,14 @@ from hypothesis import given, settings, strategies as st
 import aliasflow as af
 from aliasflow import tf
 from aliasflow.tf import memory
-DataType, TensorBuffer, TensorShape = memory.DataType, memory.TensorBuffer, memory.TensorShape
+DataType, TensorBuffer, TensorShapeRep = memory.DataType, memory.TensorBuffer, memory.TensorShapeRep
+
+
+def TensorShape(dims):  # noqa: N802 - a shape, partial where it has unknown dims or rank
+    return TensorShapeRep(dims, partial=dims is None or -1 in dims)
+
+
+TensorShape.from_bytes = TensorShapeRep.from_bytes
 
 # ---- the rules, restated from tensorflow/core/framework/tensor_shape.h ----------------------
 # kMaxRep16 = uint16 max - 1, kMaxRep32 = uint32 max - 1; UnsafeAddDim keeps a dim in Rep16
@@ -134,6 +141,15 @@ def test_set_dim_upgrades_but_never_downgrades():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: TensorShape([-2]), ">= -1"),
+    (lambda: TensorShapeRep([-1]), "exists only in a partial shape"),
+    (lambda: TensorShapeRep(None), "exists only in a partial shape"),
+    (lambda: TensorShapeRep([2]).set_dim(0, -1), "exists only in a partial shape"),
+    (lambda: TensorShapeRep([2 ** 63]), "fit in int64"),
+    (lambda: TensorShapeRep([0, 2 ** 70]), "fit in int64"),
+    (lambda: TensorShapeRep([1] * 10**6), "too many dimensions"),
+    (lambda: TensorShapeRep("abc"), "sequence of ints"),
+    (lambda: memory.Tensor.allocate("float64", [2 ** 40, 2 ** 20]), "cannot allocate|nbytes"),
+    (lambda: memory.Tensor("float32", [4], TensorBuffer(16).sub_buffer("0", 4)), "must be ints"),
     (lambda: TensorShape([1.5]), "must be an int"),
     (lambda: TensorShape([1] * 255), "too many dimensions"),
     (lambda: TensorShape([2 ** 40, 2 ** 40]), "overflow"),
@@ -143,7 +159,7 @@ def test_set_dim_upgrades_but_never_downgrades():
     (lambda: TensorShape.from_bytes(bytes(8) + bytes(6) + b"\x01\x02"), "not a live dims"),
     (lambda: TensorShape.from_bytes(TensorShape([2]).to_bytes() + struct.pack("<q", 3)),
      "does not match"),
-    (lambda: memory.Tensor("float32", [-1], None), "not fully defined"),
+    (lambda: memory.Tensor("float32", [-1], None), "exists only in a partial shape"),
     (lambda: memory.Tensor("float32", [4], TensorBuffer.allocate(8)), "needs 16 bytes"),
     (lambda: memory.Tensor("str", [1], None), "no TensorFlow DataType"),
     (lambda: tf.from_numpy(np.zeros((3, 3))[:, 0]), "C-contiguous"),
@@ -300,8 +316,58 @@ def test_swap_data_pointer_silently_aliases():
 
 
 def test_exports():
-    assert {"TensorShape", "TensorBuffer", "memory_walk", "swap_data_pointer",
+    assert {"TensorShapeRep", "TensorBuffer", "memory_walk", "swap_data_pointer",
             "from_numpy"} <= set(memory.__all__)
-    assert "Tensor" not in memory.__all__
-    assert tf.TensorShape is TensorShape and isinstance(tf.from_numpy(np.zeros(1)),
-                                                        memory.Tensor)
+    assert "Tensor" not in memory.__all__ and "TensorShape" not in memory.__all__
+    assert tf.TensorShapeRep is TensorShapeRep and isinstance(tf.from_numpy(np.zeros(1)),
+                                                              memory.Tensor)
+    # issue 22: tf.TensorShape is the graph's shape, as in TensorFlow
+    g = tf.Graph()
+    with g.as_default():
+        assert isinstance(tf.constant([1.0, 2.0]).shape, tf.TensorShape)
+
+
+# ---- issue 28: freed memory, missing buffers, partial shapes --------------------------------
+def test_reading_a_released_buffer_is_refused_not_a_crash():
+    t = memory.Tensor.allocate("float32", [1 << 22])
+    t.buffer.unref()                      # the tensor's own reference: the memory is gone
+    with pytest.raises(af.AliasflowError, match="was released"):
+        t.numpy()
+    with pytest.raises(af.AliasflowError, match="was released"):
+        t.slice(0, 1)
+    del t
+    gc.collect()                          # its finalizer gives nothing back, raises nothing
+    root = memory.Tensor.allocate("int8", [8])
+    part = root.slice(2, 4)
+    root.buffer.unref()                   # the slice's sub-buffer still holds the root
+    np.testing.assert_array_equal(part.numpy(), [0, 0])
+    root.buffer.unref()                   # now the root is released under a live slice
+    with pytest.raises(af.AliasflowError, match="was released"):
+        part.numpy()
+
+
+def test_a_data_pointer_into_foreign_memory_is_not_read():
+    t = memory.Tensor.allocate("float32", [4])
+    stray = np.zeros(64, np.float32)
+    where = tf.memory_walk(t)[-1].address
+    ctypes.c_void_p.from_address(where).value = stray.ctypes.data   # not through the model
+    with pytest.raises(af.AliasflowError, match="points at no memory the buffer holds"):
+        t.numpy()
+
+
+def test_a_tensor_made_without_a_buffer_allocates_one():
+    t = memory.Tensor("float32", [2, 3])
+    np.testing.assert_array_equal(t.numpy(), np.zeros((2, 3), np.float32))
+    assert t.buffer.owns_memory() and t.buffer.refcount == 1
+    assert t.buffer.data % memory.ALIGNMENT == 0
+    assert memory.Tensor("int8", [0, 3]).buffer is None   # no elements: no buffer, as in TF
+
+
+def test_partial_shapes_hold_unknown_dims_and_decode_as_partial():
+    p = TensorShapeRep([-1, 3], partial=True)
+    assert p.num_elements == -1 and p.partial and not p.is_fully_defined
+    back = TensorShapeRep.from_bytes(p.to_bytes())
+    assert back.partial and back.dims == (-1, 3)
+    assert not TensorShapeRep.from_bytes(TensorShapeRep([2, 3]).to_bytes()).partial
+    with pytest.raises(af.AliasflowError, match="not fully defined"):
+        memory.Tensor("float32", p)

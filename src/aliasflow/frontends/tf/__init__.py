@@ -7,9 +7,9 @@ TensorFlow makes them, reference variables (``VariableV2``), and ``Session.run``
 aliasflow with variables as aliasflow storages (:mod:`.session`); ``tf.races(graph)`` lists the
 variable accesses the graph leaves unordered. ``make_tensor_proto``/``make_ndarray`` speak
 TensorFlow's ``TensorProto`` wire format (:mod:`.proto`). ``tf.Tensor`` here is the graph-mode
-symbolic tensor; the seed-002 C++ tensor is ``tf.memory.Tensor``, and ``tf.TensorShape`` is
-seed 002's ``TensorShapeRep`` (the static shapes graph tensors carry are
-``aliasflow.frontends.tf.dtypes.TensorShape``).
+symbolic tensor and ``tf.TensorShape`` the static shape graph tensors carry, as in TensorFlow;
+the seed-002 C++ tensor is ``tf.memory.Tensor`` and its shape bytes ``tf.memory.TensorShapeRep``
+(also ``tf.TensorShapeRep``). No two classes in this namespace share a name.
 """
 import sys as _sys
 import types as _types
@@ -18,9 +18,7 @@ from . import memory
 from .memory import *  # noqa: F401,F403
 from .memory import __all__ as _memory_all
 
-# tf.TensorShape is seed 002's TensorShapeRep (memory.py: dims, num_elements, to_bytes); the
-# static shapes graph tensors carry are dtypes.TensorShape (str "(?, 3)", as_list, rank).
-from .dtypes import (DType, as_dtype, float16, half, bfloat16, float32, float64,
+from .dtypes import (DType, TensorShape, as_dtype, float16, half, bfloat16, float32, float64,
                      double, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                      complex64, complex128, string)
 from .dtypes import bool_ as bool  # noqa: A001 - tf.bool
@@ -51,7 +49,7 @@ def disable_eager_execution() -> None:
 compat = _types.SimpleNamespace(v1=_sys.modules[__name__])  # so tf.compat.v1.X works too
 
 _graph_all = [
-    "DType", "as_dtype", "float16", "half", "bfloat16", "float32", "float64",
+    "DType", "TensorShape", "as_dtype", "float16", "half", "bfloat16", "float32", "float64",
     "double", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "complex64", "complex128", "string", "bool",
     "Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph", "name_scope",

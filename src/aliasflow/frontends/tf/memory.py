@@ -13,14 +13,20 @@ through them); an out-of-line shape points at a plain int64 array standing in fo
 ``gtl::InlinedVector<int64_t, 4>`` (whose own layout is not modelled); derived buffer classes
 (``Buffer<T>``, ``SubBuffer<T>``) keep their extra fields on the Python side.
 
-:class:`TensorShape` follows ``tensor_shape.cc`` (TensorFlow 2.x): dims are added one by one
+:class:`TensorShapeRep` follows ``tensor_shape.cc`` (TensorFlow 2.x): dims are added one by one
 (``AddDim``), a dim goes into the current representation if it fits (Rep16: fewer than 6 dims
 so far and size < 2^16 - 2; Rep32: fewer than 3 and size < 2^32 - 2), otherwise the shape
 moves to Rep32 if it then has at most 3 dims all < 2^32 - 2, else out of line. ``set_dim`` never
 moves back to a smaller representation. So a dim of 65534 is already Rep32, although the
 header's comment ("each dimension is < 2^16 - 1") suggests Rep16; the tests check this against
-tensors made by real TensorFlow. Unknown dims (-1, partial shapes) are stored as
-0xFFFF / 0xFFFFFFFF, unknown rank as rank byte 255.
+tensors made by real TensorFlow. Unknown dims (-1) and an unknown rank exist only in partial
+shapes (``TensorShapeRep(dims, partial=True)``, TensorFlow's ``PartialTensorShape``); they
+are stored as 0xFFFF / 0xFFFFFFFF, an unknown rank as rank byte 255.
+
+Memory safety: a buffer whose count drops to 0 is released (TensorFlow frees it); reading a
+tensor on a released buffer (or a sub-buffer of a released root) is refused, and so is
+reading through a data pointer that points at no memory the buffer holds or was given, so
+no input reads freed or foreign memory. Sizes are checked before anything is allocated.
 """
 from __future__ import annotations
 
@@ -35,7 +41,7 @@ import numpy as np
 from ...core.errors import AliasflowError
 from ...core.exchange import from_numpy as _af_from_numpy
 
-__all__ = ["DataType", "TensorShape", "TensorBuffer", "WalkStep", "memory_walk",
+__all__ = ["DataType", "TensorShapeRep", "TensorBuffer", "WalkStep", "memory_walk",
            "swap_data_pointer", "from_numpy"]
 
 
@@ -101,7 +107,7 @@ def _data_type(dtype) -> tuple[DataType, np.dtype]:
         return dt, _FROM_ENUM[dt]
     try:
         npd = np.dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):
         raise AliasflowError(f"tf: unknown dtype {dtype!r}") from None
     if npd not in _NUMPY:
         raise AliasflowError(f"tf: dtype {npd} has no TensorFlow DataType in this model")
@@ -136,41 +142,54 @@ class Dims(tuple):
 
 def _int(x, what: str) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise AliasflowError(f"tf.TensorShape: {what} must be an int, got {x!r}")
+        raise AliasflowError(f"tf.TensorShapeRep: {what} must be an int, got {x!r}")
+    if not -1 <= x <= _INT64_MAX:
+        raise AliasflowError(f"tf.TensorShapeRep: {what} must be >= -1 (-1: unknown) and fit "
+                             f"in int64, got {x}")
     return int(x)
 
 
-class TensorShape:
+class TensorShapeRep:
     """TensorFlow's ``TensorShapeRep``: dims, ``num_elements`` and the 16 bytes it stores.
 
-    ``TensorShape(dims)``: dims are ints >= 0, or -1 for an unknown dim (a partial shape);
-    ``TensorShape(None)`` has unknown rank.
+    ``TensorShapeRep(dims)``: dims are ints >= 0 (TensorFlow's ``TensorShape``);
+    ``TensorShapeRep(dims, partial=True)`` (its ``PartialTensorShape``) also takes -1 for an
+    unknown dim, and ``None`` for an unknown rank.
 
-    >>> s = TensorShape([2, 3])
+    >>> s = TensorShapeRep([2, 3])
     >>> s.num_elements, s.tag, s.to_bytes(DataType.DT_FLOAT).hex(" ")
     (6, 0, '02 00 03 00 00 00 00 00 00 00 00 00 00 01 02 00')
-    >>> TensorShape([70000, 3]).to_bytes().hex(" ")
+    >>> TensorShapeRep([70000, 3]).to_bytes().hex(" ")
     '70 11 01 00 03 00 00 00 00 00 00 00 00 00 02 01'
-    >>> TensorShape.from_bytes(bytes.fromhex("0200030000000000000000000001 0200")).dims
+    >>> TensorShapeRep.from_bytes(bytes.fromhex("0200030000000000000000000001 0200")).dims
     (2, 3)
+    >>> TensorShapeRep([-1, 3], partial=True).num_elements
+    -1
     """
 
-    def __init__(self, dims=(), data_type=DataType.DT_INVALID):
-        self.data_type = DataType(data_type)
+    def __init__(self, dims=(), data_type=DataType.DT_INVALID, *, partial: bool = False):
+        self.data_type = _data_type_number(data_type)
+        self.partial = bool(partial)
         self._tag = REP16
         self._dims: list[int] = []
         self._ool = None
         if dims is None:
+            if not self.partial:
+                raise AliasflowError("tf.TensorShapeRep: an unknown rank (None) exists only "
+                                     "in a partial shape (partial=True, TensorFlow's "
+                                     "PartialTensorShape)")
             self._rank_known = False
             self._num_elements = -1
             return
         self._rank_known = True
         self._num_elements = 1
-        try:
-            dims = list(dims)
-        except TypeError:
-            raise AliasflowError(f"tf.TensorShape: dims must be a sequence of ints or None, "
-                                 f"got {dims!r}") from None
+        if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__"):
+            raise AliasflowError(f"tf.TensorShapeRep: dims must be a sequence of ints or None, "
+                                 f"got {dims!r}")
+        if len(dims) > MAX_DIMENSIONS:
+            raise AliasflowError(f"tf.TensorShapeRep: too many dimensions in tensor ({len(dims)};"
+                                 f" at most {MAX_DIMENSIONS})")
+        dims = list(dims)
         # InitDims: a fast path for <= 4 small dims that lands on the same Rep16 encoding,
         # else AddDim one by one; both are AddDim's result.
         for d in dims:
@@ -194,8 +213,8 @@ class TensorShape:
     def dim_size(self, d: int) -> int:
         if not self._rank_known:
             return -1
-        if not 0 <= d < len(self._dims):
-            raise AliasflowError(f"tf.TensorShape: dim {d} out of range for {self}")
+        if not isinstance(d, (int, np.integer)) or not 0 <= d < len(self._dims):
+            raise AliasflowError(f"tf.TensorShapeRep: dim {d!r} out of range for {self}")
         return self._dims[d]
 
     @property
@@ -215,21 +234,19 @@ class TensorShape:
     # -- changes, as tensor_shape.cc does them
     def add_dim(self, size) -> None:
         """``AddDimWithStatus``: append a dim, changing representation when it must."""
-        size = _int(size, "dim")
-        if size < -1:
-            raise AliasflowError(f"tf.TensorShape: dim must be >= -1 (-1: unknown), got {size}")
+        size = self._size(size)
         if not self._rank_known:
             return
         if len(self._dims) >= MAX_DIMENSIONS:
-            raise AliasflowError("tf.TensorShape: too many dimensions in tensor "
+            raise AliasflowError("tf.TensorShapeRep: too many dimensions in tensor "
                                  f"(at most {MAX_DIMENSIONS})")
         if self._num_elements < 0 or size < 0:
             new = -1
         else:
             new = self._num_elements * size
             if new > _INT64_MAX:
-                raise AliasflowError(f"tf.TensorShape: encountered overflow when multiplying "
-                                     f"{self._num_elements} with {size}")
+                raise AliasflowError(f"tf.TensorShapeRep: encountered overflow when "
+                                     f"multiplying {self._num_elements} with {size}")
         nd = len(self._dims)
         if self._tag == REP16 and nd < 6 and size < K_MAX_REP16:
             pass
@@ -247,14 +264,21 @@ class TensorShape:
         self._num_elements = new
         self._sync_out_of_line()
 
+    def _size(self, size) -> int:
+        size = _int(size, "dim")
+        if size < 0 and not self.partial:
+            raise AliasflowError(f"tf.TensorShapeRep: dim {size} (unknown) exists only in a "
+                                 f"partial shape (partial=True, TensorFlow's "
+                                 f"PartialTensorShape); a TensorShape needs sizes >= 0")
+        return size
+
     def set_dim(self, d: int, size) -> None:
         """``set_dim``: change one dim; upgrades the representation if needed, never
         downgrades it."""
-        size = _int(size, "dim")
-        if not self._rank_known or not 0 <= d < len(self._dims):
-            raise AliasflowError(f"tf.TensorShape: set_dim({d}) out of range for {self}")
-        if size < -1:
-            raise AliasflowError(f"tf.TensorShape: dim must be >= -1, got {size}")
+        size = self._size(size)
+        if not self._rank_known or not isinstance(d, (int, np.integer)) or \
+                not 0 <= d < len(self._dims):
+            raise AliasflowError(f"tf.TensorShapeRep: set_dim({d!r}) out of range for {self}")
         if (self._tag == REP16 and size < K_MAX_REP16) or \
                 (self._tag == REP32 and size < K_MAX_REP32) or self._tag == REP_OUT_OF_LINE:
             self._dims[d] = size
@@ -275,7 +299,7 @@ class TensorShape:
                 break
             n *= v
             if n > _INT64_MAX:
-                raise AliasflowError(f"tf.TensorShape: {self._dims} overflows int64")
+                raise AliasflowError(f"tf.TensorShapeRep: {self._dims} overflows int64")
         self._num_elements = n
 
     def _sync_out_of_line(self) -> None:
@@ -309,35 +333,38 @@ class TensorShape:
         return self.to_bytes(dtype) + struct.pack("<q", self._num_elements)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "TensorShape":
+    def from_bytes(cls, data: bytes) -> "TensorShapeRep":
         """Decode :meth:`to_bytes` (16 bytes; 24 with ``num_elements_``, which is checked).
 
         An out-of-line shape is read through its pointer only if it points at a dims array
         this module made and still holds; the decoded shape gets its own copy (as
-        TensorFlow's copy constructor does)."""
+        TensorFlow's copy constructor does). Unknown dims or rank give a partial shape."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise AliasflowError(f"tf.TensorShapeRep.from_bytes: needs bytes, got "
+                                 f"{type(data).__name__}")
         data = bytes(data)
         if len(data) not in (16, 24):
-            raise AliasflowError(f"tf.TensorShape.from_bytes: need 16 or 24 bytes, got "
+            raise AliasflowError(f"tf.TensorShapeRep.from_bytes: need 16 or 24 bytes, got "
                                  f"{len(data)}")
         tag, nd, dt = data[15], data[14], data[13]
         try:
             dtype = DataType(dt)
         except ValueError:
-            raise AliasflowError(f"tf.TensorShape.from_bytes: byte 13 = {dt} is not a "
+            raise AliasflowError(f"tf.TensorShapeRep.from_bytes: byte 13 = {dt} is not a "
                                  f"DataType") from None
         if nd == K_UNKNOWN_RANK:
             if tag != REP16:
-                raise AliasflowError(f"tf.TensorShape.from_bytes: unknown rank with tag {tag}")
-            out = cls(None, dtype)
+                raise AliasflowError(f"tf.TensorShapeRep.from_bytes: unknown rank with tag {tag}")
+            out = cls(None, dtype, partial=True)
         elif tag == REP16:
             if nd > 6:
-                raise AliasflowError(f"tf.TensorShape.from_bytes: Rep16 with rank {nd} > 6")
+                raise AliasflowError(f"tf.TensorShapeRep.from_bytes: Rep16 with rank {nd} > 6")
             vals = struct.unpack_from(f"<{nd}H", data, 0)
             dims = [-1 if v == K_UNKNOWN_REP16 else v for v in vals]
             out = cls._with_tag(dims, REP16, dtype)
         elif tag == REP32:
             if nd > 3:
-                raise AliasflowError(f"tf.TensorShape.from_bytes: Rep32 with rank {nd} > 3")
+                raise AliasflowError(f"tf.TensorShapeRep.from_bytes: Rep32 with rank {nd} > 3")
             vals = struct.unpack_from(f"<{nd}I", data, 0)
             dims = [-1 if v == K_UNKNOWN_REP32 else v for v in vals]
             out = cls._with_tag(dims, REP32, dtype)
@@ -345,40 +372,41 @@ class TensorShape:
             (ptr,) = struct.unpack_from("<Q", data, 0)
             arr = _OUT_OF_LINE.get(ptr)
             if arr is None or len(arr) != nd:
-                raise AliasflowError(f"tf.TensorShape.from_bytes: out-of-line pointer "
+                raise AliasflowError(f"tf.TensorShapeRep.from_bytes: out-of-line pointer "
                                      f"{ptr:#x} is not a live dims array of rank {nd}")
             out = cls._with_tag(list(arr), REP_OUT_OF_LINE, dtype)
         else:
-            raise AliasflowError(f"tf.TensorShape.from_bytes: bad tag {tag} in byte 15")
+            raise AliasflowError(f"tf.TensorShapeRep.from_bytes: bad tag {tag} in byte 15")
         if len(data) == 24:
             (n,) = struct.unpack_from("<q", data, 16)
             if n != out.num_elements:
-                raise AliasflowError(f"tf.TensorShape.from_bytes: num_elements_ {n} does not "
+                raise AliasflowError(f"tf.TensorShapeRep.from_bytes: num_elements_ {n} does not "
                                      f"match dims {out.dims} ({out.num_elements})")
         return out
 
     @classmethod
-    def _with_tag(cls, dims, tag, dtype) -> "TensorShape":
-        out = cls((), dtype)
-        out._dims, out._tag = [int(v) for v in dims], tag
+    def _with_tag(cls, dims, tag, dtype, partial=None) -> "TensorShapeRep":
+        dims = [int(v) for v in dims]
+        out = cls((), dtype, partial=any(v < 0 for v in dims) if partial is None else partial)
+        out._dims, out._tag = dims, tag
         out._recompute()
         out._sync_out_of_line()
         return out
 
-    def copy(self) -> "TensorShape":
-        return TensorShape._with_tag(self._dims, self._tag, self.data_type) \
-            if self._rank_known else TensorShape(None, self.data_type)
+    def copy(self) -> "TensorShapeRep":
+        return TensorShapeRep._with_tag(self._dims, self._tag, self.data_type, self.partial) \
+            if self._rank_known else TensorShapeRep(None, self.data_type, partial=True)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, TensorShape) and self.dims == other.dims
+        return isinstance(other, TensorShapeRep) and self.dims == other.dims
 
     def __hash__(self) -> int:
         return hash(self.dims)
 
     def __repr__(self) -> str:
         if not self._rank_known:
-            return "TensorShape(<unknown>)"
-        return "TensorShape([" + ",".join("?" if v < 0 else str(v) for v in self._dims) + "])"
+            return "TensorShapeRep(<unknown>)"
+        return "TensorShapeRep([" + ",".join("?" if v < 0 else str(v) for v in self._dims) + "])"
 
 
 def _data_type_number(dtype) -> DataType:
@@ -456,10 +484,15 @@ class TensorBuffer:
             self._init(array.ctypes.data, array.nbytes, owner=array, root=None, owns=False)
             return
         nbytes = nbytes_or_array
-        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
-            raise AliasflowError(f"tf.TensorBuffer: nbytes must be an int >= 0 (or pass an "
-                                 f"array), got {nbytes!r}")
-        raw = np.zeros(int(nbytes) + ALIGNMENT, np.uint8)
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or \
+                not 0 <= nbytes <= _INT64_MAX - ALIGNMENT:
+            raise AliasflowError(f"tf.TensorBuffer: nbytes must be an int from 0 to "
+                                 f"{_INT64_MAX - ALIGNMENT} (or pass an array), got {nbytes!r}")
+        try:
+            raw = np.zeros(int(nbytes) + ALIGNMENT, np.uint8)
+        except (MemoryError, ValueError):
+            raise AliasflowError(f"tf.TensorBuffer: cannot allocate {int(nbytes)} bytes") \
+                from None
         shift = -raw.ctypes.data % ALIGNMENT
         memory = raw[shift:shift + int(nbytes)]
         self._init(memory.ctypes.data, int(nbytes), owner=memory, root=None, owns=True)
@@ -491,6 +524,10 @@ class TensorBuffer:
         """``SubBuffer``: ``nbytes`` from byte ``offset`` of this buffer, sharing its root
         (and taking a reference on the root, not on this buffer)."""
         self._check_live("sub_buffer")
+        if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+                   for x in (offset, nbytes)):
+            raise AliasflowError(f"tf.TensorBuffer.sub_buffer: offset and nbytes must be "
+                                 f"ints, got {offset!r} and {nbytes!r}")
         if offset < 0 or nbytes < 0 or offset + nbytes > self._size:
             raise AliasflowError(f"tf.TensorBuffer.sub_buffer: bytes {offset}..{offset + nbytes}"
                                  f" are outside the buffer's {self._size}")
@@ -538,25 +575,42 @@ class TensorBuffer:
             self._owner = None
             self._kept = []
             if self._root is not None:
-                self._root.unref()
+                self._root._give_back()
 
     def _check_live(self, what: str) -> None:
         if self.released:
             raise AliasflowError(f"tf.TensorBuffer.{what}: buffer at {self.address:#x} was "
                                  f"released (refcount 0)")
 
+    def _give_back(self) -> None:
+        """A tensor's reference, given back when the tensor dies: nothing to give back if
+        someone already unref'd the buffer to 0 (TensorFlow would crash; the model must not,
+        and a finalizer must not raise)."""
+        if not self.released:
+            self.unref()
+
     def _array_at(self, address: int, nbytes: int) -> np.ndarray:
-        """A uint8 array over ``nbytes`` at ``address``: sliced from memory this buffer knows
-        (so the aliasflow view keeps it alive), else read at the raw address."""
-        for owner in [self.root_buffer()._owner, *self.root_buffer()._kept, *self._kept]:
+        """A uint8 array over ``nbytes`` at ``address``, sliced from memory this buffer holds
+        or was given (so the aliasflow view keeps it alive). Refused when the buffer or its
+        root was released (TensorFlow would have freed the memory) or when the address is
+        not inside such memory: nothing reads freed or foreign memory."""
+        root = self.root_buffer()
+        for buf in (self, root):
+            if buf.released:
+                raise AliasflowError(f"tf: the tensor's buffer at {buf.address:#x} was "
+                                     f"released (refcount 0); its memory is gone, so it "
+                                     f"cannot be read")
+        if nbytes == 0:
+            return np.zeros(0, np.uint8)
+        for owner in [root._owner, *root._kept, *self._kept]:
             if owner is None:
                 continue
             raw = owner.reshape(-1).view(np.uint8)
             lo = raw.ctypes.data
             if lo <= address and address + nbytes <= lo + raw.size:
                 return raw[address - lo:address - lo + nbytes]
-        return np.ctypeslib.as_array((ctypes.c_uint8 * max(nbytes, 1)).from_address(address)
-                                     )[:nbytes]
+        raise AliasflowError(f"tf: the data pointer {address:#x} ({nbytes} bytes) points at "
+                             f"no memory the buffer holds or was given; it is not read")
 
     def __repr__(self) -> str:
         kind = "owns memory" if self._owns else "does not own memory"
@@ -569,30 +623,37 @@ class Tensor:
 
     ``Tensor(dtype, shape, buffer)`` takes a reference on ``buffer`` (as TensorFlow's
     constructor does) and gives it back when the tensor is deleted. Unlike TensorFlow it
-    checks that the buffer is large enough.
+    checks that the buffer is large enough and alive. ``Tensor(dtype, shape)`` with no buffer
+    allocates an owning one, as TensorFlow's ``Tensor(DataType, const TensorShape&)`` does
+    with the default allocator (none for a tensor of no elements).
     """
 
     _count = 0
 
-    def __init__(self, dtype, shape, buffer: TensorBuffer | None):
+    def __init__(self, dtype, shape, buffer: TensorBuffer | None = None):
         self.dtype, self.np_dtype = _data_type(dtype)
-        shape = shape.copy() if isinstance(shape, TensorShape) else TensorShape(shape)
+        shape = shape.copy() if isinstance(shape, TensorShapeRep) else TensorShapeRep(shape)
         if not shape.is_fully_defined:
             raise AliasflowError(f"tf.Tensor: shape {shape} is not fully defined")
         shape.data_type = self.dtype
-        self.shape = shape
         nbytes = shape.num_elements * self.np_dtype.itemsize
+        owned = None
         if buffer is not None:
             if not isinstance(buffer, TensorBuffer):
                 raise AliasflowError(f"tf.Tensor: buffer must be a TensorBuffer, got "
                                      f"{type(buffer).__name__}")
+            buffer._check_live("ref")
             if buffer.size() < nbytes:
                 raise AliasflowError(f"tf.Tensor: {shape} of {self.np_dtype} needs {nbytes} "
                                      f"bytes, the buffer has {buffer.size()}")
-            buffer.ref()
-            weakref.finalize(self, buffer.unref)
         elif nbytes:
-            raise AliasflowError(f"tf.Tensor: {shape} needs a buffer")
+            buffer = owned = TensorBuffer.allocate(nbytes)  # checks nbytes, refuses if too big
+        self.shape = shape
+        if buffer is not None:
+            buffer.ref()
+            weakref.finalize(self, buffer._give_back)
+            if owned is not None:
+                owned.unref()  # the creator's reference, handed to this tensor
         self.buffer = buffer
         Tensor._count += 1
         self.name = f"tf_tensor{Tensor._count}"
@@ -610,9 +671,10 @@ class Tensor:
 
     @classmethod
     def allocate(cls, dtype, shape) -> "Tensor":
-        """A tensor on a new owning buffer (the creator's reference handed to the tensor)."""
+        """A tensor on a new owning buffer (the creator's reference handed to the tensor):
+        ``Tensor(dtype, shape)``, always with a buffer (also of 0 bytes)."""
         _, npd = _data_type(dtype)
-        s = shape if isinstance(shape, TensorShape) else TensorShape(shape)
+        s = shape if isinstance(shape, TensorShapeRep) else TensorShapeRep(shape)
         if not s.is_fully_defined:
             raise AliasflowError(f"tf.Tensor.allocate: shape {s} is not fully defined")
         buffer = TensorBuffer.allocate(s.num_elements * npd.itemsize)
@@ -647,7 +709,7 @@ class Tensor:
         nbytes = self.num_elements * self.np_dtype.itemsize
         if self.buffer is None:
             return np.zeros(0, np.uint8)
-        return self.buffer._array_at(self._data_pointer(), nbytes)
+        return self.buffer._array_at(self._data_pointer(), nbytes)  # refuses freed memory
 
     def numpy(self) -> np.ndarray:
         """The values, as an array over the tensor's memory (no copy)."""
@@ -768,6 +830,10 @@ def swap_data_pointer(t: Tensor, array: np.ndarray) -> int:
     In TensorFlow the buffer would still free its old memory and never this one; here the
     model keeps ``array`` alive so Python does not crash.
     """
+    if not isinstance(t, Tensor) or t.buffer is None:
+        raise AliasflowError(f"tf.swap_data_pointer: needs a tf.memory.Tensor with a buffer, "
+                             f"got {t!r}")
+    t.buffer._check_live("swap_data_pointer")
     if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
         raise AliasflowError("tf.swap_data_pointer: needs a C-contiguous NumPy array")
     nbytes = t.num_elements * t.np_dtype.itemsize
