@@ -253,6 +253,18 @@ def math_isfinite(v) -> bool:
         return False
 
 
+def _tf_compatible(value, dtype: str) -> bool:
+    """TensorFlow's rule for Python values, before any range: a float is no int or bool
+    (even 3.0), an int no bool."""
+    if isinstance(value, (list, tuple)):
+        return all(_tf_compatible(v, dtype) for v in value)
+    if dtype == "bool":
+        return isinstance(value, bool)
+    if dtype in _FIT:
+        return isinstance(value, int)
+    return True
+
+
 _VALUES = [0, 1, -1, 3.5, 300, -129, 255, 256, 2**31, 2**63, float("nan"), float("inf"), 1e39,
            70000.0, 65504.0, 0.1, -0.0, 127.0, 2**64]
 
@@ -267,9 +279,10 @@ def tf_values(seed):
     value = rng.choice(_VALUES)
     if rng.random() < 0.3:
         value = [rng.choice(_VALUES) for _ in range(rng.randrange(1, 4))]
-    fits = _fits(value, dtype)
-    tdt = getattr(tf, dtype)
     pick = rng.randrange(4)
+    # feeds convert as NumPy would, under the fit rule; everything else as tf.constant does
+    fits = _fits(value, dtype) and (pick == 1 or _tf_compatible(value, dtype))
+    tdt = getattr(tf, dtype)
     g = tf.Graph()
 
     def expect():

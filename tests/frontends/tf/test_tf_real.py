@@ -19,6 +19,36 @@ real.disable_v2_behavior()
 real.logging.set_verbosity(real.logging.ERROR)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _v1_shapes():
+    """Both sides as after disable_v2_behavior() (unknown dims print as ``?``)."""
+    af_tf.disable_v2_behavior()
+    yield
+    af_tf.enable_v2_tensorshape()
+
+
+def test_shapes_print_as_tensorflow_prints_them_in_both_modes():
+    # issue 28: TensorFlow 2.21 prints shape=(None, 2) unless disable_v2_behavior() (or
+    # disable_v2_tensorshape()) was called; aliasflow.tf printed (?, 2) either way
+    def build(tf):
+        g = tf.Graph()
+        with g.as_default():
+            p = tf.placeholder(tf.float32, (None, 2))
+            q = tf.placeholder(tf.int8, None)
+            c = tf.constant([1, 2])
+        return [str(p), repr(p), str(p.shape), repr(p.shape), str(q.shape), repr(q.shape),
+                str(c), repr(c.shape), str(tf.TensorShape([None])), str(tf.TensorShape([]))]
+    try:
+        for mode in ("enable_v2_tensorshape", "disable_v2_tensorshape"):
+            getattr(real, mode)()
+            getattr(af_tf, mode)()
+            assert build(af_tf) == build(real)
+        assert "shape=(None, 2)" not in build(af_tf)[0]
+    finally:
+        real.disable_v2_tensorshape()
+        af_tf.disable_v2_tensorshape()
+
+
 def _same_value(ours, theirs, inexact_ok: bool):
     assert type(ours) is type(theirs), (ours, theirs)
     if ours is None:

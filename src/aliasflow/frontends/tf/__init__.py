@@ -1,10 +1,11 @@
 """TensorFlow in aliasflow: graph mode in TensorFlow 1's names (seed 004) and the C++ tensor
 memory model (seed 002, in :mod:`.memory`).
 
-Graph mode (``from aliasflow import tf``) follows ``tf.compat.v1`` after
-``tf.compat.v1.disable_v2_behavior()``: op and tensor names, op types, shapes and dtypes as
-TensorFlow makes them, reference variables (``VariableV2``), and ``Session.run`` executed by
-aliasflow with variables as aliasflow storages (:mod:`.session`); ``tf.races(graph)`` lists the
+Graph mode (``from aliasflow import tf``) follows ``tf.compat.v1`` of TensorFlow 2 in graph mode
+(with or without ``disable_v2_behavior()``, which here only makes shapes print unknown dims as
+``?`` instead of ``None``, as it does in TensorFlow): op and tensor names, op types, shapes and
+dtypes as TensorFlow makes them, reference variables (``VariableV2``), and ``Session.run``
+executed by aliasflow with variables as aliasflow storages (:mod:`.session`); ``tf.races(graph)`` lists the
 variable accesses the graph leaves unordered. ``make_tensor_proto``/``make_ndarray`` speak
 TensorFlow's ``TensorProto`` wire format (:mod:`.proto`). ``tf.Tensor`` here is the graph-mode
 symbolic tensor and ``tf.TensorShape`` the static shape graph tensors carry, as in TensorFlow;
@@ -18,9 +19,9 @@ from . import memory
 from .memory import *  # noqa: F401,F403
 from .memory import __all__ as _memory_all
 
-from .dtypes import (DType, TensorShape, as_dtype, float16, half, bfloat16, float32, float64,
-                     double, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                     complex64, complex128, string)
+from .dtypes import (DType, TensorShape, disable_v2_tensorshape, enable_v2_tensorshape,
+                     as_dtype, float16, half, bfloat16, float32, float64, double, int8, int16,
+                     int32, int64, uint8, uint16, uint32, uint64, complex64, complex128, string)
 from .dtypes import bool_ as bool  # noqa: A001 - tf.bool
 from .graph import (Graph, Operation, Tensor, get_default_graph, reset_default_graph,
                     name_scope, control_dependencies)
@@ -37,7 +38,10 @@ newaxis = None
 
 
 def disable_v2_behavior() -> None:
-    """No-op: aliasflow.tf always behaves as ``tf.compat.v1`` after ``disable_v2_behavior()``."""
+    """As ``tf.compat.v1.disable_v2_behavior()`` where it shows here: shapes print unknown
+    dims as ``?`` (:func:`disable_v2_tensorshape`). Graph mode and reference variables are
+    aliasflow.tf's only behaviour, with or without this call."""
+    disable_v2_tensorshape()
 
 
 def disable_eager_execution() -> None:
@@ -59,6 +63,7 @@ _graph_all = [
     "assign_sub", "Variable", "global_variables", "variables_initializer",
     "global_variables_initializer", "Session", "get_default_session", "races",
     "TensorProto", "make_tensor_proto", "make_ndarray", "newaxis", "disable_v2_behavior",
+    "disable_v2_tensorshape", "enable_v2_tensorshape",
     "disable_eager_execution", "compat",
 ]
 __all__ = ["memory", *[n for n in _memory_all if n not in _graph_all], *_graph_all]

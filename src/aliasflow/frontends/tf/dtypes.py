@@ -7,15 +7,15 @@
 >>> from aliasflow import tf
 >>> tf.float32, tf.float32.name, tf.as_dtype("int64").as_datatype_enum
 (tf.float32, 'float32', 9)
->>> from aliasflow.frontends.tf.dtypes import TensorShape  # graph shapes (tf.TensorShape: seed 002)
->>> str(TensorShape([None, 3])), str(TensorShape(None))
-('(?, 3)', '<unknown>')
+>>> str(tf.TensorShape([None, 3])), str(tf.TensorShape(None)), repr(tf.TensorShape([2]))
+('(None, 3)', '<unknown>', 'TensorShape([2])')
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import INT64, show_value
 
 try:  # bfloat16 has no NumPy dtype of its own; ml_dtypes (TensorFlow's) provides one
     import ml_dtypes as _ml_dtypes
@@ -136,11 +136,45 @@ def as_dtype(value) -> DType:
     raise AliasflowError(f"dtype {npd} has no TensorFlow equivalent")
 
 
-class TensorShape:
-    """A static shape: a list of dims (ints, or None where unknown), or an unknown rank.
+MAX_RANK = 254  # TensorFlow's TensorShape::MaxDimensions()
+_V2_TENSORSHAPE = [True]  # TensorFlow 2's default; disable_v2_behavior() turns it off
 
-    ``str`` is TensorFlow's ``(?, 3)``; iterating yields ints and None (TensorFlow 2's style;
-    TensorFlow 1's ``Dimension`` objects are not modelled).
+
+def enable_v2_tensorshape() -> None:
+    """``tf.compat.v1.enable_v2_tensorshape``: unknown dims print as ``None`` (the default
+    of TensorFlow 2, whose ``tf.compat.v1`` this imitates)."""
+    _V2_TENSORSHAPE[0] = True
+
+
+def disable_v2_tensorshape() -> None:
+    """``tf.compat.v1.disable_v2_tensorshape`` (part of ``disable_v2_behavior()``): unknown
+    dims print as ``?`` and shapes repr with ``Dimension``, as in TensorFlow 1."""
+    _V2_TENSORSHAPE[0] = False
+
+
+def _dimension(d, dims):
+    """One dim as TensorFlow's ``as_dimension`` reads it: None, or an int from 0 to
+    2**63 - 1 (a negative size is refused, as TensorFlow refuses it)."""
+    if d is None:
+        return None
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+        raise AliasflowError(f"bad dimension {show_value(d)} in shape {show_value(dims, 60)}: "
+                             f"a dimension is an int or None")
+    if d < 0:
+        raise AliasflowError(f"bad dimension {int(d)} in shape {show_value(dims, 60)}: "
+                             f"dimension {int(d)} must be >= 0 (None is unknown)")
+    if d > INT64[1]:
+        raise AliasflowError(f"bad dimension {show_value(d)} in shape {show_value(dims, 60)}: "
+                             f"it does not fit in int64")
+    return int(d)
+
+
+class TensorShape:
+    """A static shape: a list of dims (ints >= 0, or None where unknown), or an unknown rank.
+
+    ``str`` is TensorFlow 2's ``(None, 3)`` (``(?, 3)`` after :func:`disable_v2_tensorshape`
+    or ``disable_v2_behavior()``, as in TensorFlow); iterating yields ints and None
+    (TensorFlow 2's style; TensorFlow 1's ``Dimension`` objects are not modelled).
     """
 
     def __init__(self, dims):
@@ -148,19 +182,23 @@ class TensorShape:
             dims = dims.dims
         if dims is None:
             self.dims = None
-        else:
-            try:
-                dims = list(dims)
-            except TypeError:
-                dims = [dims]
-            out = []
-            for d in dims:
-                if d is None or (isinstance(d, (int, np.integer)) and not isinstance(d, bool)
-                                 and (d >= 0 or d == -1)):
-                    out.append(None if d is None or d == -1 else int(d))
-                else:
-                    raise AliasflowError(f"bad dimension {d!r} in shape {dims!r}")
-            self.dims = out
+            return
+        if isinstance(dims, (str, bytes)):
+            raise AliasflowError(f"bad shape {show_value(dims)}: a list of dimensions expected")
+        try:
+            items = list(dims) if hasattr(dims, "__iter__") else [dims]
+        except (TypeError, ValueError):
+            items = [dims]
+        if len(items) > MAX_RANK:
+            raise AliasflowError(f"shape {show_value(dims, 60)} has {len(items)} dimensions; "
+                                 f"TensorFlow allows at most {MAX_RANK}")
+        self.dims = [_dimension(d, dims) for d in items]
+        count = 1
+        for d in self.dims:
+            count *= 1 if d is None else d
+            if count > INT64[1]:  # TensorFlow's TensorShapeRep counts elements in an int64
+                raise AliasflowError(f"shape {show_value(dims, 60)}: the known dimensions "
+                                     f"multiply to more elements than int64 can count")
 
     @property
     def rank(self):
@@ -215,10 +253,13 @@ class TensorShape:
     def __str__(self) -> str:
         if self.dims is None:
             return "<unknown>"
-        inner = ", ".join("?" if d is None else str(d) for d in self.dims)
+        unknown = "None" if _V2_TENSORSHAPE[0] else "?"
+        inner = ", ".join(unknown if d is None else str(d) for d in self.dims)
         return f"({inner},)" if len(self.dims) == 1 else f"({inner})"
 
     def __repr__(self) -> str:
         if self.dims is None:
             return "TensorShape(None)"
+        if _V2_TENSORSHAPE[0]:
+            return "TensorShape([" + ", ".join(str(d) for d in self.dims) + "])"
         return "TensorShape([" + ", ".join(f"Dimension({d})" for d in self.dims) + "])"

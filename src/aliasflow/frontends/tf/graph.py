@@ -20,8 +20,25 @@ _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
 
 
+# What this module needs from the rest of ``tf`` comes through hooks set by the modules that
+# provide it, so the graph imports nothing of theirs (no import circle): ``ops.py`` installs
+# the Python operators on Tensor (as TensorFlow's ``_override_operator`` does) and
+# ``session.py`` the lookup of the session that ``eval``/``run`` use.
+_hooks: dict = {}
+
+
+def _session_for(session, graph: "Graph"):
+    lookup = _hooks.get("session_for")
+    if lookup is None:  # pragma: no cover - aliasflow.tf imports session.py
+        raise AliasflowError("no session support: import aliasflow.tf")
+    return lookup(session, graph)
+
+
 class Tensor:
-    """The symbolic output ``value_index`` of an operation (a graph-mode ``tf.Tensor``)."""
+    """The symbolic output ``value_index`` of an operation (a graph-mode ``tf.Tensor``).
+
+    Its Python operators (``+``, ``-``, ``*``, ``/``, ``@``, unary ``-``, ``[]``) are
+    installed by :mod:`.ops`, with TensorFlow's op names and scopes."""
 
     def __init__(self, op: "Operation", value_index: int, dtype: DType, shape: TensorShape):
         self.op = op
@@ -48,7 +65,6 @@ class Tensor:
         return [op for op in self.graph._ops if any(t is self for t in op.inputs)]
 
     def eval(self, feed_dict=None, session=None):
-        from .session import _session_for
         return _session_for(session, self.graph).run(self, feed_dict)
 
     def __str__(self) -> str:
@@ -71,55 +87,6 @@ class Tensor:
 
     def __len__(self):
         raise AliasflowError(f"tensor {self.name!r} is symbolic; use .shape")
-
-    # Python operators (TensorFlow's names and scopes; see ops.py)
-    def __add__(self, other):
-        from . import ops
-        return ops._binary_operator("add", self, other)
-
-    def __radd__(self, other):
-        from . import ops
-        return ops._binary_operator("add", self, other, reverse=True)
-
-    def __sub__(self, other):
-        from . import ops
-        return ops._binary_operator("sub", self, other)
-
-    def __rsub__(self, other):
-        from . import ops
-        return ops._binary_operator("sub", self, other, reverse=True)
-
-    def __mul__(self, other):
-        from . import ops
-        return ops._binary_operator("mul", self, other)
-
-    def __rmul__(self, other):
-        from . import ops
-        return ops._binary_operator("mul", self, other, reverse=True)
-
-    def __truediv__(self, other):
-        from . import ops
-        return ops._binary_operator("truediv", self, other)
-
-    def __rtruediv__(self, other):
-        from . import ops
-        return ops._binary_operator("truediv", self, other, reverse=True)
-
-    def __matmul__(self, other):
-        from . import ops
-        return ops._binary_operator("matmul", self, other)
-
-    def __rmatmul__(self, other):
-        from . import ops
-        return ops._binary_operator("matmul", self, other, reverse=True)
-
-    def __neg__(self):
-        from . import ops
-        return ops.negative(self)
-
-    def __getitem__(self, index):
-        from . import ops
-        return ops._slice(self, index)
 
 
 class Operation:
@@ -150,7 +117,6 @@ class Operation:
         return self._attrs[name]
 
     def run(self, feed_dict=None, session=None) -> None:
-        from .session import _session_for
         _session_for(session, self.graph).run(self, feed_dict)
 
     def __repr__(self) -> str:

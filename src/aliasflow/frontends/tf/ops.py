@@ -13,6 +13,7 @@ from math import prod
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import INT64, check_nbytes, fit_array, show_value
 from .dtypes import DType, TensorShape, as_dtype, float32, float64, int32, int64, string
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .shapes import _expand_index, fill_dims, output_shapes
@@ -62,21 +63,32 @@ def _infer_dtype(arr: np.ndarray, value) -> DType:
         return as_dtype("complex128")
     if kind in "SU":
         return string
-    raise AliasflowError(f"cannot convert {value!r} to a tensor")
+    raise AliasflowError(f"cannot convert {show_value(value)} to a tensor")
 
 
-_CASTS = {"b": "b", "i": "iufc", "u": "iufc", "f": "fc", "c": "c"}
+_CASTS = {"b": "biufc", "i": "iufc", "u": "iufc", "f": "fc", "c": "c"}  # as TensorFlow
 
 
-def _to_numpy(value, dtype=None) -> tuple[np.ndarray, DType]:
+def _to_numpy(value, dtype=None, what: str = "constant") -> tuple[np.ndarray, DType]:
     """``value`` as an array and its TensorFlow dtype (TensorFlow's defaults: Python floats
-    are float32, ints int32 unless they need int64)."""
+    are float32, ints int32 unless they need int64). A value that does not fit the dtype is
+    refused (``300`` as int8, ``1e39`` as float32, ``nan`` as an int), the rule of
+    :mod:`aliasflow.core.values`."""
     try:
         arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise AliasflowError(f"cannot convert {value!r} to a tensor: {exc}") from None
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise AliasflowError(f"{what}: cannot convert {show_value(value)} to a tensor: "
+                             f"{exc}") from None
     if arr.dtype.kind == "O":
-        raise AliasflowError(f"cannot convert {value!r} to a tensor (ragged or not numbers)")
+        # Python ints beyond 64 bits (or mixed with floats) are numbers all the same: they
+        # may fit a float dtype named explicitly
+        if dtype is None or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                    for x in arr.ravel()):
+            raise AliasflowError(f"{what}: cannot convert {show_value(value)} to a tensor "
+                                 f"(ragged, too large or not numbers)")
+        as_float = any(isinstance(x, float) for x in arr.ravel())
+        arr = np.array(arr.ravel().tolist(), dtype=np.float64 if as_float else object) \
+            .reshape(arr.shape) if as_float else arr
     if dtype is None:
         dt = _infer_dtype(arr, value)
     else:
@@ -84,26 +96,38 @@ def _to_numpy(value, dtype=None) -> tuple[np.ndarray, DType]:
     if dt == string:
         raise AliasflowError("string tensors are not supported in aliasflow.tf graph mode")
     target = dt.numpy
-    if arr.size and arr.dtype.kind not in "SU" and \
-            target.kind not in _CASTS.get(arr.dtype.kind, ""):
-        raise AliasflowError(f"cannot convert {value!r} (of {arr.dtype}) to {dt.name}")
-    if target.kind in "iu" and arr.dtype.kind in "iu" and arr.size:
-        info = np.iinfo(target)
-        if arr.min() < info.min or arr.max() > info.max:
-            raise AliasflowError(f"value {value!r} is out of range for {dt.name}")
-    try:
-        return arr.astype(target), dt
-    except (TypeError, ValueError) as exc:
-        raise AliasflowError(f"cannot convert {value!r} to {dt.name}: {exc}") from None
+    kind = "i" if arr.dtype.kind == "O" else arr.dtype.kind  # big Python ints
+    if arr.size and kind not in "SU" and target.kind not in _CASTS.get(kind, ""):
+        raise AliasflowError(f"{what}: cannot convert {show_value(value)} (of {arr.dtype}) to "
+                             f"{dt.name}")
+    if arr.dtype.kind in "SU":
+        raise AliasflowError(f"{what}: cannot convert {show_value(value)} (strings) to "
+                             f"{dt.name}")
+    return fit_array(arr, target, what), dt
+
+
+def _index_array(values, what: str, *more) -> np.ndarray | list[np.ndarray]:
+    """Shape or index values as TensorFlow stores them: int32, or int64 when a value needs
+    it (all of ``values`` and ``more`` alike: a slice's begin, end and strides share one
+    type); a value beyond int64 is refused."""
+    lists = [[int(v) for v in vs] for vs in (values, *more)]
+    flat = [v for vs in lists for v in vs]
+    bad = [v for v in flat if not INT64[0] <= v <= INT64[1]]
+    if bad:
+        raise AliasflowError(f"{what}: {show_value(bad[0])} does not fit in int64")
+    dtype = np.int32 if all(-2**31 <= v < 2**31 for v in flat) else np.int64
+    arrays = [np.asarray(vs, dtype) for vs in lists]
+    return arrays if more else arrays[0]
 
 
 def _constant(graph: Graph, value, dtype=None, shape=None, name="Const") -> Tensor:
-    arr, dt = _to_numpy(value, dtype)
+    arr, dt = _to_numpy(value, dtype, f"constant {name!r}")
     if shape is not None:
         shape = TensorShape(shape)
         if not shape.is_fully_defined():
             raise AliasflowError(f"constant {name!r}: shape {shape} must be fully defined")
         size = prod(shape.dims)
+        check_nbytes(tuple(shape.dims), dt.numpy, f"constant {name!r}")
         if arr.size == size:
             arr = arr.reshape(shape.dims)
         elif 0 < arr.size < size:  # tf.compat.v1.constant repeats the last value
@@ -414,11 +438,11 @@ def _slice(tensor, index, var=None) -> Tensor:
         x = _convert(g, tensor, "input")
         if x.shape.rank is not None:
             _expand_index(scope[:-1], py_index, x.shape.rank)
-        stacks = [_constant(g, np.asarray(v, dtype=np.int32), name="stack")
-                  for v in (begin, end, strides)]
+        stacks = [_constant(g, v, name="stack")
+                  for v in _index_array(begin, f"index {show_value(index)}", end, strides)]
         dt = x.dtype.base_dtype
         out = _make(g, "StridedSlice", [x, *stacks], dt, scope,
-                    {"T": dt, "Index": int32, **masks, "_index": py_index})
+                    {"T": dt, "Index": stacks[0].dtype, **masks, "_index": py_index})
     if var is not None:
         def assign(value, name=None):
             out.op._attrs["_assign_base"] = True  # see races(): unused, it is not a read
@@ -452,7 +476,7 @@ def _fill(graph, dims: Tensor, value, dtype, scope: str) -> Tensor:
     probe.name, probe.type, probe._inputs, probe._attrs = scope[:-1], "Fill", [dims], {}
     shape = fill_dims(probe, lambda t: t.shape)
     return graph._create_op("Fill", [dims, value_t], [(dtype, shape)], scope,
-                            {"T": dtype, "index_type": int32}).outputs[0]
+                            {"T": dtype, "index_type": dims.dtype}).outputs[0]
 
 
 def _filled(value, shape, dtype, name, default: str) -> Tensor:
@@ -467,7 +491,8 @@ def _filled(value, shape, dtype, name, default: str) -> Tensor:
             raise AliasflowError(f"{default}: shape {shape} must be fully defined")
         if prod(shape.dims) < 1000:
             return _constant(g, np.full(shape.dims, value, dt.numpy), dt, name=scope)
-        dims = _constant(g, np.asarray(shape.dims, np.int32), name="shape_as_tensor")
+        dims = _constant(g, _index_array(shape.dims, f"{default} shape"),
+                         name="shape_as_tensor")
         return _fill(g, dims, value, dt, scope)
 
 
@@ -506,8 +531,35 @@ def ones_like(tensor, dtype=None, name=None) -> Tensor:
         dt = as_dtype(dtype).base_dtype if dtype is not None else x.dtype.base_dtype
         with g.name_scope("Shape") as shape_scope:
             if x.shape.is_fully_defined():
-                dims = _constant(g, np.asarray(x.shape.dims, np.int32), name="shape_as_tensor")
+                dims = _constant(g, _index_array(x.shape.dims, "ones_like shape"),
+                                 name="shape_as_tensor")
             else:
                 dims = _make(g, "Shape", [x], int32, shape_scope, {"T": x.dtype.base_dtype,
                                                                    "out_type": int32})
         return _fill(g, dims, 1, dt, scope)
+
+
+# ---- the Python operators of Tensor -----------------------------------------------------------
+def _override_operator(name: str, fn) -> None:
+    """Install ``fn`` as ``Tensor.<name>``, as TensorFlow's ``_override_operator`` does: the
+    graph module defines the tensor, this module what its operators build."""
+    setattr(Tensor, name, fn)
+
+
+def _operators(kind: str):
+    def forward(self, other):
+        return _binary_operator(kind, self, other)
+
+    def reflected(self, other):
+        return _binary_operator(kind, self, other, reverse=True)
+    forward.__name__, reflected.__name__ = f"__{kind}__", f"__r{kind}__"
+    return forward, reflected
+
+
+for _kind in ("add", "sub", "mul", "truediv", "matmul"):
+    _forward, _reflected = _operators(_kind)
+    _override_operator(f"__{_kind}__", _forward)
+    _override_operator(f"__r{_kind}__", _reflected)
+_override_operator("__neg__", lambda self: negative(self))
+_override_operator("__getitem__", lambda self, index: _slice(self, index))
+del _kind, _forward, _reflected

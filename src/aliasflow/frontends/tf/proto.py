@@ -27,7 +27,8 @@ from math import prod
 import numpy as np
 
 from ...core.errors import AliasflowError
-from .dtypes import DType, as_dtype
+from ...core.values import INT64, check_nbytes, fit_array, show_value
+from .dtypes import MAX_RANK, DType, as_dtype
 
 # dtype name -> (field number, how each value is stored)
 _TYPED_FIELD = {
@@ -275,17 +276,41 @@ def _read_values(reader: _Reader, field: int, wire: int, value):
 # ---- NumPy <-> TensorProto --------------------------------------------------------------------
 def _python_array(values, dtype: DType | None):
     """TensorFlow's conversion of Python values: float64 becomes float32 and int64 int32 when
-    no dtype is given and nothing is lost."""
+    no dtype is given and nothing is lost. A value that does not fit the dtype is refused
+    (``3.5`` as int32, as ``tf.constant`` refuses it; ``1e39`` as float32), the rule of
+    :mod:`aliasflow.core.values`."""
     try:
-        arr = np.array(values, dtype=None if dtype is None else dtype.numpy)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise AliasflowError(f"cannot make a tensor from {values!r}: {exc}") from None
+        arr = np.array(values)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise AliasflowError(f"make_tensor_proto: cannot make a tensor from "
+                             f"{show_value(values)}: {exc}") from None
+    if arr.dtype.kind == "O" and (dtype is None or not all(
+            isinstance(x, (int, float, complex, np.number)) for x in arr.ravel())):
+        raise AliasflowError(f"make_tensor_proto: cannot make a tensor from "
+                             f"{show_value(values)} (ragged, too large or not numbers)")
     if dtype is None:
         if arr.dtype == np.float64:
-            arr = arr.astype(np.float32)
-        elif arr.dtype == np.int64 and np.array_equal(arr.astype(np.int32), arr):
-            arr = arr.astype(np.int32)
-    return arr
+            return fit_array(arr, np.float32, "make_tensor_proto")
+        if arr.dtype == np.int64 and np.array_equal(arr.astype(np.int32), arr):
+            return arr.astype(np.int32)
+        return arr
+    return _fit(arr, dtype, values)
+
+
+def _fit(arr: np.ndarray, dtype: DType, values) -> np.ndarray:
+    """``arr`` as ``dtype`` under the fit rule; a float value into an int or bool dtype, or
+    an int into bool, is refused whatever it is, as TensorFlow refuses it for Python
+    values."""
+    kinds = {"O": {type(x).__name__ for x in arr.ravel()}}.get(arr.dtype.kind)
+    floats = arr.dtype.kind in "fc" or bool(kinds and kinds & {"float", "complex"})
+    if arr.size and ((floats and dtype.numpy.kind in "iub") or
+                     (arr.dtype.kind in "iuO" and dtype.numpy.kind == "b")):
+        raise AliasflowError(f"make_tensor_proto: expected {dtype.name}, got "
+                             f"{show_value(values)} of type {arr.dtype}")
+    if arr.dtype.kind in "SUV":
+        raise AliasflowError(f"make_tensor_proto: expected {dtype.name}, got "
+                             f"{show_value(values)} (not numbers)")
+    return fit_array(arr, dtype.numpy, "make_tensor_proto")
 
 
 def _flatten_strings(values) -> list[bytes]:
@@ -314,8 +339,14 @@ def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False,
     if isinstance(values, (np.ndarray, np.generic)):
         if dt is not None and dt.name == "string":
             arr = np.asarray(values)
+        elif dt is not None:
+            arr = np.asarray(values)
+            if arr.dtype.kind == "O":
+                raise AliasflowError(f"make_tensor_proto: an object array cannot be stored as "
+                                     f"{dt.name}")
+            arr = fit_array(arr, dt.numpy, "make_tensor_proto")
         else:
-            arr = values.astype(dt.numpy) if dt is not None else np.asarray(values)
+            arr = np.asarray(values)
     elif values is None:
         raise AliasflowError("make_tensor_proto: None values are not supported")
     elif (dt is not None and dt.name == "string") or isinstance(values, (str, bytes)) or (
@@ -332,12 +363,7 @@ def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False,
     if shape is None:
         dims, same = list(arr.shape), True
     else:
-        try:
-            dims = [int(d) for d in shape]
-        except (TypeError, ValueError):
-            raise AliasflowError(f"make_tensor_proto: bad shape {shape!r}") from None
-        if any(d < 0 for d in dims):
-            raise AliasflowError(f"make_tensor_proto: negative dimension in shape {dims}")
+        dims = _dims(shape)
         same = prod(dims) == arr.size
         if allow_broadcast:
             if arr.shape not in ((1,), ()) and not same:
@@ -371,6 +397,24 @@ def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False,
     return proto
 
 
+def _dims(shape) -> list[int]:
+    """A ``shape`` argument as ints from 0 to 2**63 - 1 (TensorFlow refuses anything else)."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__"):
+        raise AliasflowError(f"make_tensor_proto: bad shape {show_value(shape)}; a list of "
+                             f"ints expected")
+    if len(shape) > MAX_RANK:
+        raise AliasflowError(f"make_tensor_proto: shape of {len(shape)} dimensions; at most "
+                             f"{MAX_RANK}")
+    dims = []
+    for d in shape:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or \
+                not 0 <= d <= INT64[1]:
+            raise AliasflowError(f"make_tensor_proto: bad dimension {show_value(d)} in shape "
+                                 f"{show_value(shape, 60)} (ints from 0 to 2**63 - 1)")
+        dims.append(int(d))
+    return dims
+
+
 def _as_proto(proto) -> TensorProto:
     if isinstance(proto, TensorProto):
         return proto
@@ -393,8 +437,28 @@ def make_ndarray(proto) -> np.ndarray:
     shape = proto.tensor_shape
     if any(d < 0 for d in shape):
         raise AliasflowError(f"TensorProto: shape {shape} has unknown (negative) dimensions")
+    if len(shape) > MAX_RANK:
+        raise AliasflowError(f"TensorProto: shape of {len(shape)} dimensions; at most "
+                             f"{MAX_RANK}")
     count = prod(shape)
     npd = np.dtype(dt.numpy)
+    # the array to make, checked before anything is allocated (a 20-byte proto may declare
+    # terabytes, filled by repeating its last value)
+    check_nbytes(tuple(shape), npd if dt.name != "string" else np.dtype(object),
+                 f"TensorProto of shape {show_value(shape, 60)}")
+    try:
+        return _ndarray(proto, dt, npd, shape, count)
+    except MemoryError:
+        raise AliasflowError(f"TensorProto: cannot allocate {count * npd.itemsize} bytes for "
+                             f"shape {show_value(shape, 60)} of {dt.name}") from None
+
+
+# what the typed fields may hold for each integer dtype (TensorFlow's make_ndarray converts
+# them with np.fromiter, which refuses a value out of range)
+_FIELD_RANGE = {"half": (0, 0xFFFF)}
+
+
+def _ndarray(proto: TensorProto, dt: DType, npd: np.dtype, shape, count: int) -> np.ndarray:
     if dt.name == "string":
         values = list(proto.string_val)
         if len(values) > count:
@@ -409,32 +473,46 @@ def make_ndarray(proto) -> np.ndarray:
             raise AliasflowError(f"TensorProto: tensor_content has {len(proto.tensor_content)}"
                                  f" bytes, shape {shape} of {dt.name} needs "
                                  f"{count * npd.itemsize}")
+        if npd == np.bool_:  # a byte other than 0 and 1 must not become a NumPy bool as is
+            return (np.frombuffer(proto.tensor_content, np.uint8) != 0).reshape(shape)
         return np.frombuffer(proto.tensor_content, dtype=npd.newbyteorder("<")) \
             .astype(npd).reshape(shape)
     field, kind = _TYPED_FIELD[dt.name]
     raw = getattr(proto, _FIELD_NAMES[field])
-    try:
-        if kind == "half":
-            values = np.array(raw, dtype=np.int64).astype(np.uint16).view(npd)
-        elif dt.name.startswith("complex"):
-            if len(raw) % 2:
-                raise AliasflowError(f"TensorProto: {dt.name} needs (real, imag) pairs, got "
-                                     f"{len(raw)} numbers")
-            pairs = np.array(raw, dtype=np.float32 if dt.name == "complex64" else np.float64)
-            values = np.empty(len(raw) // 2, npd)
-            values.real, values.imag = pairs[0::2], pairs[1::2]  # keeps -0.0 and NaN bits
-        elif kind in ("f32", "f64"):
-            values = np.array(raw, dtype=npd)
-        else:
-            values = np.array(raw, dtype=np.int64 if npd.kind == "i" or npd == np.bool_
-                              else np.uint64).astype(npd)
-    except OverflowError as exc:  # pragma: no cover - values are range-checked when read
-        raise AliasflowError(f"TensorProto: value out of range for {dt.name}: {exc}") from None
+    if kind == "half":
+        lo, hi = _FIELD_RANGE["half"]
+        _check_range(raw, lo, hi, "half_val", f"{dt.name} bit patterns")
+        values = np.array(raw, dtype=np.int64).astype(np.uint16).view(npd)
+    elif dt.name.startswith("complex"):
+        if len(raw) % 2:
+            raise AliasflowError(f"TensorProto: {dt.name} needs (real, imag) pairs, got "
+                                 f"{len(raw)} numbers")
+        pairs = np.array(raw, dtype=np.float32 if dt.name == "complex64" else np.float64)
+        values = np.empty(len(raw) // 2, npd)
+        values.real, values.imag = pairs[0::2], pairs[1::2]  # keeps -0.0 and NaN bits
+    elif kind in ("f32", "f64"):
+        values = np.array(raw, dtype=npd)
+    elif npd == np.bool_:
+        values = np.array(raw, dtype=np.bool_)   # protobuf reads any non-zero varint as true
+    else:
+        info = np.iinfo(npd)
+        _check_range(raw, int(info.min), int(info.max), _FIELD_NAMES[field], dt.name)
+        values = np.array(raw, dtype=np.int64 if npd.kind == "i" else np.uint64).astype(npd)
     if values.size > count:
         raise AliasflowError(f"TensorProto: {values.size} values for shape {shape} "
                              f"({count} elements)")
     if values.size == 0:
         return np.zeros(shape, npd)
     if values.size < count:  # TensorFlow repeats the last value
-        values = np.concatenate([values, np.repeat(values[-1:], count - values.size)])
+        out = np.empty(count, npd)
+        out[:values.size] = values
+        out[values.size:] = values[-1]
+        values = out
     return values.reshape(shape)
+
+
+def _check_range(raw, lo: int, hi: int, field: str, what: str) -> None:
+    for k, v in enumerate(raw):
+        if not lo <= v <= hi:
+            raise AliasflowError(f"TensorProto: {field}[{k}] = {v} does not fit {what} "
+                                 f"({lo}..{hi})")

@@ -30,11 +30,12 @@ import numpy as np
 
 from ...analysis.dependencies import analyze
 from ...core.errors import AliasflowError, ExecutionError
+from ...core.values import fit_array, show_value
 from ...core.operations import Operation as AfOperation
 from ...core.view import Tensor as AfTensor
 from ...execution.runner import run as af_run
 from .dtypes import TensorShape
-from .graph import Graph, Operation, Tensor, get_default_graph
+from .graph import Graph, Operation, Tensor, _hooks, get_default_graph
 from .accesses import (_ALIASES, _UPDATES, _identity_slice, _needed_ops, _read_tensors,
                        _trivial_sum, _variable_of)
 from .shapes import fill_dims, output_shapes
@@ -130,12 +131,23 @@ class _Kernel(AfOperation):
             self._after()
 
 
-def _structure(graph: Graph, fetches, elements: list):
-    """Replace each fetch by its index in ``elements``, keeping lists, tuples, dicts."""
-    if isinstance(fetches, dict):
-        return type(fetches)((k, _structure(graph, v, elements)) for k, v in fetches.items())
-    if isinstance(fetches, (list, tuple)):
-        items = [_structure(graph, v, elements) for v in fetches]
+MAX_FETCH_DEPTH = 100  # lists, tuples and dicts of fetches nested deeper are refused
+
+
+def _structure(graph: Graph, fetches, elements: list, _path: tuple = ()):
+    """Replace each fetch by its index in ``elements``, keeping lists, tuples, dicts. A
+    structure that contains itself, or nests deeper than MAX_FETCH_DEPTH, is refused."""
+    if isinstance(fetches, (dict, list, tuple)):
+        if id(fetches) in _path:
+            raise AliasflowError(f"fetches: a {type(fetches).__name__} contains itself; "
+                                 f"fetches must be a tree of tensors and operations")
+        if len(_path) >= MAX_FETCH_DEPTH:
+            raise AliasflowError(f"fetches nest more than {MAX_FETCH_DEPTH} levels deep")
+        path = _path + (id(fetches),)
+        if isinstance(fetches, dict):
+            return type(fetches)((k, _structure(graph, v, elements, path))
+                                 for k, v in fetches.items())
+        items = [_structure(graph, v, elements, path) for v in fetches]
         if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):
             return type(fetches)(*items)
         return type(fetches)(items)
@@ -146,23 +158,31 @@ def _structure(graph: Graph, fetches, elements: list):
 
 
 def _feeds(graph: Graph, feed_dict) -> dict:
-    """``feed_dict`` as ``{tensor: array of its dtype}``, shapes checked."""
+    """``feed_dict`` as ``{tensor: array of its dtype}``, shapes checked; a value that does
+    not fit the tensor's dtype is refused (the rule of :mod:`aliasflow.core.values`)."""
+    if feed_dict is None:
+        return {}
+    if not isinstance(feed_dict, dict):
+        raise AliasflowError(f"feed_dict must be a dict {{tensor: value}}, got a "
+                             f"{type(feed_dict).__name__} ({show_value(feed_dict)})")
     fed = {}
-    for key, value in (feed_dict or {}).items():
+    for key, value in feed_dict.items():
         try:
             t = graph.as_graph_element(key)
         except AliasflowError as exc:
-            raise AliasflowError(f"cannot feed {key!r}: {exc}") from None
+            raise AliasflowError(f"cannot feed {show_value(key)}: {exc}") from None
         if not isinstance(t, Tensor):
-            raise AliasflowError(f"cannot feed {key!r}: only tensors can be fed")
+            raise AliasflowError(f"cannot feed {show_value(key)}: only tensors can be fed")
         dt = t.dtype.base_dtype
         try:
-            arr = np.array(value, dtype=dt.numpy)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise AliasflowError(f"cannot feed {value!r} to {t.name!r} "
+            src = np.asarray(value)
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            raise AliasflowError(f"cannot feed {show_value(value)} to {t.name!r} "
                                  f"({dt.name}): {exc}") from None
-        if arr.dtype.kind == "O":
-            raise AliasflowError(f"cannot feed {value!r} to {t.name!r}")
+        if src.dtype.kind in "OSUV" and src.size:
+            raise AliasflowError(f"cannot feed {show_value(value)} to {t.name!r} ({dt.name}): "
+                                 f"not numbers")
+        arr = fit_array(src, dt.numpy, f"feed for {t.name!r}")
         if t.shape.rank is not None and not (
                 arr.ndim == t.shape.rank and t.shape.is_compatible_with(arr.shape)):
             raise AliasflowError(f"cannot feed value of shape {arr.shape} for tensor "
@@ -428,3 +448,6 @@ def _session_for(session, graph: Graph) -> Session:
     if session.graph is not graph:
         raise AliasflowError("the session's graph is not the graph of this tensor")
     return session
+
+
+_hooks["session_for"] = _session_for  # the graph's Tensor.eval and Operation.run use it

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...core.errors import AliasflowError
 from .dtypes import TensorShape
-from .graph import Operation, Tensor, get_default_graph
+from .graph import Operation, Tensor, _session_for, get_default_graph
 from . import ops as _ops
 from .shapes import _slice_shape
 
@@ -98,7 +98,6 @@ class Variable:
             return _ops.identity(self._variable, name="read")
 
     def eval(self, session=None):
-        from .session import _session_for
         return _session_for(session, self.graph).run(self)
 
     # hooks the graph and ops use to see a variable as a tensor / op
