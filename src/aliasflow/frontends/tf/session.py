@@ -179,7 +179,7 @@ def _feeds(graph: Graph, feed_dict) -> dict:
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise AliasflowError(f"cannot feed {show_value(value)} to {t.name!r} "
                                  f"({dt.name}): {exc}") from None
-        if src.dtype.kind in "OSUV" and src.size:
+        if src.dtype.kind in "SUV" and src.size:
             raise AliasflowError(f"cannot feed {show_value(value)} to {t.name!r} ({dt.name}): "
                                  f"not numbers")
         arr = fit_array(src, dt.numpy, f"feed for {t.name!r}")
