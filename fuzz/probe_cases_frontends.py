@@ -416,8 +416,13 @@ def mge_setitem_refused_before_recording():
         a = mge.tensor([1.0, 2.0, 3.0])
         refused(lambda: a.__setitem__(5, 1.0), state=lambda: _mge_state([a]),
                 what="a[5] = 1 (out of range)")
-        refused(lambda: a.__setitem__(slice(0, 2), mge.tensor([1.0, 2.0, 3.0])),
+        three = mge.tensor([1.0, 2.0, 3.0])
+        refused(lambda: a.__setitem__(slice(0, 2), three),
                 state=lambda: _mge_state([a]), what="a[0:2] = 3 values")
+        refused(lambda: a.__setitem__(slice(0, 2), [1.0, 2.0, 3.0]),
+                state=lambda: _mge_state([a]), what="a[0:2] = a list of 3")
+        refused(lambda: a.__setitem__(0, 1e39),
+                state=lambda: _mge_state([a]), what="a[0] = 1e39 (float32)")
 
 
 @family

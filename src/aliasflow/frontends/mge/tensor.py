@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import check_nbytes, fit_array, fit_scalar, show_value
 from ...core.operations import BinaryOperation, Operation, TransformOperation
 from .runtime import (DEVICE, Impl, ImplInfo, Layers, _State, _execute, _op_name,
                       storage_info)
@@ -38,6 +39,63 @@ def _demote(dtype: np.dtype) -> np.dtype:
 
 def _is_scalar(x) -> bool:
     return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _values(data, dtype, what: str) -> np.ndarray:
+    """``data`` (numbers, nested lists, an array or an mge Tensor, read without recording) as
+    a new array of ``dtype``, or of MegEngine's default for it (Python floats float32, ints
+    int32) when ``dtype`` is None. A value that does not fit is refused (``nan`` or ``3.5``
+    into an int, ``300`` into int8, ``1e39`` into float32): the rule of
+    :mod:`aliasflow.core.values`, on every path that stores values."""
+    if isinstance(data, Tensor):
+        data = data._impl.ndarray()
+    try:
+        src = np.asarray(data)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise AliasflowError(f"{what}: cannot make a tensor of {show_value(data)}: "
+                             f"{exc}") from None
+    if dtype is None:
+        if src.dtype.kind == "O":  # Python ints beyond 64 bits: refused as int32 below
+            kinds = {type(x) for x in src.ravel().tolist()}
+            target = np.dtype(np.float32) if float in kinds else np.dtype(np.int32)
+        else:
+            target = _demote(src.dtype)
+    else:
+        try:
+            target = np.dtype(dtype)
+        except (TypeError, ValueError, SyntaxError):
+            raise AliasflowError(f"{what}: unknown dtype {show_value(dtype)}") from None
+    if target.hasobject or target.kind not in "biuf":
+        raise AliasflowError(f"{what}: unsupported dtype {target}")
+    if src.dtype.kind in "SUVMm" and src.size:
+        raise AliasflowError(f"{what}: {show_value(data)} is not numbers")
+    return fit_array(data if src.dtype.kind == "O" else src, target, what)
+
+
+def _fresh(shape, dtype, what: str) -> Impl:
+    """A new contiguous implementation, its size checked before anything is allocated."""
+    nbytes = check_nbytes(tuple(int(n) for n in shape), np.dtype(dtype), what)
+    try:
+        return Impl.fresh(shape, dtype)
+    except (MemoryError, ValueError):
+        raise AliasflowError(f"{what}: cannot allocate {nbytes} bytes for shape "
+                             f"{tuple(shape)} of {np.dtype(dtype)}") from None
+
+
+def _scalar_dtype(fn, dtype: np.dtype, scalar, reverse: bool, what: str) -> np.dtype:
+    """The dtype ``fn(tensor, scalar)`` computes in (NumPy's rule: a Python scalar takes the
+    tensor's kind); the scalar must fit it (``int8 + 300`` and ``float32 + 1e39`` are
+    refused, as storing them would be)."""
+    one = np.ones((), dtype)
+    try:
+        with np.errstate(all="ignore"):
+            result = (fn(scalar, one) if reverse else fn(one, scalar)).dtype
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise AliasflowError(f"{what}: value {show_value(scalar)} does not fit dtype {dtype}: "
+                             f"{exc}") from None
+    if isinstance(scalar, (bool, int, float)):  # weak: converted to the result's dtype
+        fit_scalar(scalar, result, what)
+    return result
 
 
 class _WithScalar:
@@ -69,6 +127,7 @@ class _Cast(TransformOperation):
     """Copy with a cast to the output's dtype (as assignment does in NumPy and MegEngine)."""
 
     def __init__(self, name: str, dtype: np.dtype):
+        # the values were checked to fit ``dtype`` before the op was made
         super().__init__(name, lambda x: np.asarray(x).astype(dtype))
         self.fn_name = f"cast_{np.dtype(dtype).name}"
 
@@ -88,7 +147,10 @@ def _window(array: np.ndarray, index) -> np.ndarray:
     items = index if isinstance(index, tuple) else (index,)
     if not any(item is Ellipsis for item in items):
         items = items + (Ellipsis,)
-    return array[items]
+    try:
+        return array[items]
+    except (OverflowError, ValueError) as exc:  # ints beyond 64 bits, slices NumPy refuses
+        raise IndexError(str(exc)) from None
 
 
 def _basic_index(index, what: str):
@@ -123,16 +185,8 @@ class Tensor:
     def __init__(self, data, dtype=None):
         if isinstance(data, Tensor):
             data = data.numpy()
-        try:
-            arr = np.asarray(data)
-            target = _demote(arr.dtype) if dtype is None else np.dtype(dtype)
-            arr = arr.astype(target)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise AliasflowError(f"mge.tensor: cannot make a tensor of {data!r} "
-                                 f"(dtype {dtype!r}): {exc}") from exc
-        if arr.dtype.hasobject or arr.dtype.kind not in "biuf":
-            raise AliasflowError(f"mge.tensor: unsupported dtype {arr.dtype}")
-        impl = Impl.fresh(arr.shape, arr.dtype)
+        arr = _values(data, dtype, "mge.tensor")
+        impl = _fresh(arr.shape, arr.dtype, "mge.tensor")
         _execute(_Constant(_op_name("const"), arr).set_outputs(impl.view))
         self._impl = impl
 
@@ -192,7 +246,8 @@ class Tensor:
         try:
             sub = _window(self._impl.ndarray(), index)
         except IndexError as exc:
-            raise IndexOutOfRange(f"mge: index {index!r} for shape {self.shape}: {exc}") from exc
+            raise IndexOutOfRange(f"mge: index {show_value(index)} for shape {self.shape}: "
+                                  f"{exc}") from exc
         return self._derive(sub, "getitem")
 
     def reshape(self, *shape) -> "Tensor":
@@ -231,37 +286,42 @@ class Tensor:
         return Tensor._wrap(out)
 
     # arithmetic: always a new tensor on a new storage
-    def _operand(self, other):
+    def _operand(self, other, what: str):
+        """``other`` checked but not yet recorded: a Tensor, a scalar, or (lists and arrays)
+        an array of its values, made a tensor only once the whole statement is checked."""
         if isinstance(other, Tensor) or _is_scalar(other):
             return other
         if isinstance(other, (list, tuple, np.ndarray)):
-            return Tensor(other)
+            return _values(other, None, what)
         return NotImplemented
 
     def _binary(self, kind: str, other, reverse: bool = False, name: str | None = None):
-        other = self._operand(other)
+        what = f"mge: {kind}"
+        other = self._operand(other, what)
         if other is NotImplemented:
             return NotImplemented
         fn = _FNS[kind]
-        one = np.ones((), self.dtype)
-        if isinstance(other, Tensor):
-            x, y = (other, self) if reverse else (self, other)
+        if isinstance(other, (Tensor, np.ndarray)):
+            xs, ys = (other, self) if reverse else (self, other)
             try:
-                shape = np.broadcast_shapes(x.shape, y.shape)
+                shape = np.broadcast_shapes(xs.shape, ys.shape)
             except ValueError:
-                raise AliasflowError(f"mge: {kind}: shapes {x.shape} and {y.shape} do not "
+                raise AliasflowError(f"mge: {kind}: shapes {xs.shape} and {ys.shape} do not "
                                      f"broadcast") from None
             with np.errstate(all="ignore"):
-                dtype = _demote(fn(np.ones((), x.dtype), np.ones((), y.dtype)).dtype)
+                dtype = _demote(fn(np.ones((), xs.dtype), np.ones((), ys.dtype)).dtype)
+            check_nbytes(shape, dtype, what)  # everything checked: now record
+            if isinstance(other, np.ndarray):
+                other = Tensor(other)
+            x, y = (other, self) if reverse else (self, other)
             op = BinaryOperation(name or _op_name(kind), kind).set_inputs(x._impl.view,
                                                                           y._impl.view)
         else:
             shape = self.shape
-            with np.errstate(all="ignore"):
-                dtype = _demote((fn(other, one) if reverse else fn(one, other)).dtype)
+            dtype = _demote(_scalar_dtype(fn, self.dtype, other, reverse, what))
             op = TransformOperation(name or _op_name(kind), _WithScalar(fn, kind, other, reverse)
                                     ).set_inputs(self._impl.view)
-        out = Impl.fresh(shape, dtype)
+        out = _fresh(shape, dtype, what)
         with np.errstate(all="ignore"):
             _execute(op.set_outputs(out.view))
         return Tensor._wrap(out)
@@ -285,24 +345,29 @@ class Tensor:
                 return NotImplemented
             self._impl = result._impl  # the Python tensor stays; impl and storage are new
             return self
-        other = self._operand(other)
+        what = f"mge: in-place {kind}"
+        other = self._operand(other, what)
         if other is NotImplemented:
             return NotImplemented
         fn, impl = _FNS[kind], self._impl
         with np.errstate(all="ignore"):
-            if isinstance(other, Tensor):
+            if isinstance(other, (Tensor, np.ndarray)):
                 if not _fits(other.shape, self.shape):
                     raise AliasflowError(f"mge: in-place {kind}: operand of shape "
                                          f"{other.shape} does not broadcast to {self.shape}")
                 dtype = fn(np.ones((), self.dtype), np.ones((), other.dtype)).dtype
-                op = BinaryOperation(name, kind).set_inputs(impl.view, other._impl.view)
             else:
-                dtype = fn(np.ones((), self.dtype), other).dtype
-                op = TransformOperation(name, _WithScalar(fn, kind, other, False)
-                                        ).set_inputs(impl.view)
+                dtype = _scalar_dtype(fn, impl.dtype, other, False, what)
             if not np.can_cast(dtype, impl.dtype, "same_kind"):
                 raise AliasflowError(f"mge: in-place {kind} gives {_demote(dtype)}, which "
                                      f"cannot be written into this {impl.dtype} tensor")
+            if isinstance(other, np.ndarray):  # everything checked: now record
+                other = Tensor(other)
+            if isinstance(other, Tensor):
+                op = BinaryOperation(name, kind).set_inputs(impl.view, other._impl.view)
+            else:
+                op = TransformOperation(name, _WithScalar(fn, kind, other, False)
+                                        ).set_inputs(impl.view)
             _execute(op.set_outputs(impl.view))
         return self
 
@@ -312,30 +377,45 @@ class Tensor:
     def __itruediv__(self, o): return self._inplace("divide", o)
 
     def __setitem__(self, index, value) -> None:
+        """``a[index] = value``. Everything is checked before anything is recorded or
+        written (the index, the value's shape against the window, every value against the
+        tensor's dtype); then, in MegEngine semantics, the copy-on-write storage is made and
+        written, in alias semantics the shared storage is written."""
         index = _basic_index(index, "assignment")
-        if not (isinstance(value, Tensor) or _is_scalar(value)):
-            value = Tensor(value)
         impl = self._impl
+        try:
+            window = _window(impl.ndarray(), index)
+        except IndexError as exc:
+            raise IndexOutOfRange(f"mge: index {show_value(index)} for shape {self.shape}: "
+                                  f"{exc}") from exc
+        what = f"mge: assignment to index {show_value(index)} of a {impl.dtype} tensor"
+        if _is_scalar(value):
+            fill = np.asarray(fit_scalar(value, impl.dtype, what))
+        else:
+            # every value must fit the tensor's dtype (a list or array is stored as it, and
+            # recorded as a tensor below, once everything is checked)
+            checked = _values(value, impl.dtype, what)
+            if not isinstance(value, Tensor):
+                value = checked
+            if not _fits(value.shape, window.shape):
+                raise AliasflowError(f"mge: cannot assign shape {value.shape} to a window of "
+                                     f"shape {window.shape}")
+            fill = None
+            if isinstance(value, np.ndarray):       # all checked: record it as a tensor
+                value = Tensor(value)
         if _State.semantics == "megengine":
             # a new storage holding a copy, then the write; the old storage loses a reference
-            target = Impl.fresh(impl.shape, impl.dtype)
+            target = _fresh(impl.shape, impl.dtype, what)
             _execute(TransformOperation(_op_name("setitem_copy"), "copy")
                      .set_inputs(impl.view).set_outputs(target.view))
         else:
             target = impl
-        try:
-            window = _window(target.ndarray(), index)
-        except IndexError as exc:
-            raise IndexOutOfRange(f"mge: index {index!r} for shape {self.shape}: {exc}") from exc
-        dst = Impl.over(target.storage, window)
+        dst = Impl.over(target.storage, _window(target.ndarray(), index))
         name = _op_name("setitem")
-        if isinstance(value, Tensor):
-            if not _fits(value.shape, dst.shape):
-                raise AliasflowError(f"mge: cannot assign shape {value.shape} to a window of "
-                                     f"shape {dst.shape}")
+        if fill is None:
             op = _Cast(name, dst.dtype).set_inputs(value._impl.view)
         else:
-            op = _Constant(name, np.asarray(value).astype(dst.dtype))
+            op = _Constant(name, fill)
         _execute(op.set_outputs(dst.view))
         if target is not impl:
             self._impl = target
