@@ -11,9 +11,12 @@ only there.
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import check_nbytes, show_value
 from .expr import (PrimExpr, Var, IntImm, FloatImm, Cast, Add, Sub, Mul, Div, FloorDiv,
                    FloorMod, Min, Max, LT, LE, GT, GE, EQ, NE, And, Or, ProducerLoad,
                    is_const, post_order_visit)
@@ -40,7 +43,12 @@ def int_value(expr: PrimExpr, binds: dict, what: str) -> int:
         if isinstance(n, Var):
             if id(n) not in binds:
                 raise AliasflowError(f"{what}: {expr} uses var {n.name!r}, which is not bound")
-            env[id(n)] = np.asarray(binds[id(n)], dtype=n.dtype)
+            value = binds[id(n)]
+            info = np.iinfo(n.dtype)
+            if not info.min <= value <= info.max:
+                raise AliasflowError(f"{what}: var {n.name!r} = {show_value(value)} does not "
+                                     f"fit its dtype {n.dtype}")
+            env[id(n)] = np.asarray(value, dtype=n.dtype)
     return int(Evaluator(env, None, ()).value(expr))
 
 
@@ -94,6 +102,10 @@ class Domain:
         for v, e in zip(self.vars, self.extents):
             if e < 0:
                 raise AliasflowError(f"op {op.name!r}: loop {v.name} has negative extent {e}")
+        self.points = prod(self.extents)
+        if self.points > MAX_POINTS:
+            raise AliasflowError(f"op {op.name!r}: its loop nest {tuple(self.extents)} has "
+                                 f"{self.points} points, more than the {MAX_POINTS} it may have")
         self.naxis = len(op.axis)
         self.position = {id(v): k for k, v in enumerate(self.vars)}
 
@@ -247,16 +259,40 @@ def _check(name, d, idx, shape):
 # Points evaluated at once: a reduction holds its whole source over the chunk's domain, so
 # the first loop is cut into chunks of at most this many domain points each.
 CHUNK_POINTS = 1 << 22
+# A loop nest's points are counted in int64 (TVM's loop variables are at most 64 bits), and
+# one row of the first loop (the smallest chunk) may hold at most MAX_ROW_POINTS of them.
+MAX_POINTS = 2**63 - 1
+MAX_ROW_POINTS = CHUNK_POINTS << 4
 
 
 def op_values(op, domain: Domain, load, env_extra: dict) -> list[np.ndarray]:
     """Every output of ``op`` as an array of the op's output shape."""
     out_shape = domain.shape[:domain.naxis]
     reduce_dims = tuple(range(domain.naxis, len(domain.vars)))
+    for t in op._outputs:  # every size checked before anything is allocated
+        check_nbytes(out_shape, np.dtype(t.dtype), f"op {op.name!r}: output {t.name!r}")
+    try:
+        return _op_values(op, domain, load, env_extra, out_shape, reduce_dims)
+    except MemoryError:
+        raise AliasflowError(f"op {op.name!r}: not enough memory to evaluate its loop nest "
+                             f"{domain.shape} ({domain.points} points)") from None
+
+
+def _op_values(op, domain, load, env_extra, out_shape, reduce_dims) -> list[np.ndarray]:
+    if domain.naxis == 0 and domain.points > MAX_ROW_POINTS:
+        raise AliasflowError(f"op {op.name!r}: its loop nest {domain.shape} has "
+                             f"{domain.points} points; aliasflow.te evaluates at most "
+                             f"{MAX_ROW_POINTS} points at a time")
     if domain.naxis == 0 or 0 in domain.shape:
         chunks = [None]
     else:
-        per_row = int(np.prod(domain.shape[1:], dtype=np.int64))
+        per_row = prod(domain.shape[1:])
+        # a chunk holds at least one row of the first loop, every point of it at once:
+        # bounded before anything is allocated or computed
+        if per_row > MAX_ROW_POINTS:
+            raise AliasflowError(f"op {op.name!r}: one row of its loop nest {domain.shape} has "
+                                 f"{per_row} points; aliasflow.te evaluates at most "
+                                 f"{MAX_ROW_POINTS} points at a time")
         step = max(1, CHUNK_POINTS // max(per_row, 1))
         lo, ext = domain.mins[0], domain.extents[0]
         chunks = [range(a, min(a + step, lo + ext)) for a in range(lo, lo + ext, step)]

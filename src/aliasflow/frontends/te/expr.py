@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import fit_scalar, show_value
 
 
 def _dtype_name(dtype, what: str) -> str:
@@ -95,8 +96,15 @@ class IntImm(PrimExpr):
 
     def __init__(self, dtype, value: int):
         self.dtype = _dtype_name(dtype, "IntImm")
-        self.value = int(np.array(int(value)).astype(self.dtype)) if self.dtype != "bool" \
-            else int(bool(value))
+        if self.dtype == "bool":
+            self.value = int(bool(value))
+            return
+        value = int(value)
+        info = np.iinfo(self.dtype)
+        if not info.min <= value <= info.max:  # TVM: "Literal value ... exceeds ..."
+            raise AliasflowError(f"literal value {show_value(value)} does not fit {self.dtype} "
+                                 f"({info.min}..{info.max})")
+        self.value = value
 
     def __int__(self): return self.value
     def __index__(self): return self.value
@@ -124,7 +132,8 @@ class FloatImm(PrimExpr):
 
     def __init__(self, dtype, value: float):
         self.dtype = _dtype_name(dtype, "FloatImm")
-        self.value = float(np.array(value).astype(self.dtype))
+        # a finite value beyond the dtype's range is refused, as TVM refuses it
+        self.value = float(fit_scalar(value, np.dtype(self.dtype), "literal"))
 
     def __float__(self): return self.value
     def __str__(self): return f"{self.value!r}{'f' if self.dtype == 'float32' else ''}"
@@ -216,7 +225,8 @@ def is_const(e) -> bool:
 
 
 def const(value, dtype=None) -> PrimExpr:
-    """A constant: ``int`` → ``int32``, ``float`` → ``float32`` unless ``dtype`` is given.
+    """A constant: ``int`` → ``int32`` (``int64`` when it needs it, as TVM does), ``float`` →
+    ``float32`` unless ``dtype`` is given. A value that does not fit is refused.
 
     (TVM 0.27's ``te.const(1.5)`` gives the int32 constant 1; this gives float32 1.5.)"""
     if isinstance(value, (bool, np.bool_)):
@@ -224,10 +234,13 @@ def const(value, dtype=None) -> PrimExpr:
     if isinstance(value, (IntImm, FloatImm)):
         value = value.value
     if not isinstance(value, (int, float, np.integer, np.floating)):
-        raise AliasflowError(f"constant must be a number, got {value!r}")
+        raise AliasflowError(f"constant must be a number, got {show_value(value)}")
     if dtype is None:
-        dtype = "int32" if isinstance(value, (int, np.integer)) else "float32"
-    dtype = _dtype_name(dtype, f"constant {value!r}")
+        if isinstance(value, (int, np.integer)):
+            dtype = "int32" if -2**31 <= value < 2**31 else "int64"
+        else:
+            dtype = "float32"
+    dtype = _dtype_name(dtype, f"constant {show_value(value)}")
     if np.dtype(dtype).kind == "f":
         return FloatImm(dtype, value)
     if isinstance(value, (float, np.floating)) and not float(value).is_integer():
@@ -260,6 +273,11 @@ def _kind(dtype: str) -> str:
     return np.dtype(dtype).kind
 
 
+def _fits_int(value, dtype: str) -> bool:
+    info = np.iinfo(dtype)
+    return isinstance(value, (int, np.integer)) and info.min <= value <= info.max
+
+
 def _operand(x) -> bool:
     """Can ``x`` stand in an expression (else ``==`` falls back to identity)?"""
     return isinstance(x, PrimExpr) or hasattr(x, "_as_expr") or _python_number(x)
@@ -279,6 +297,8 @@ def _match(a, b) -> tuple[PrimExpr, PrimExpr]:
     if _python_number(b):
         if isinstance(b, (float, np.floating)) and _kind(a.dtype) != "f":
             b = const(b, "float32")
+        elif _kind(a.dtype) in "iu" and not _fits_int(b, a.dtype):
+            b = const(b)  # int64 (or refused), as TVM widens: i + 2**32 is int64
         else:
             b = const(b, a.dtype)
     b = as_expr(b)

@@ -70,6 +70,10 @@ def reduce_axis(dom, name: str = "rv", thread_tag: str = "", span=None) -> IterV
     except (TypeError, ValueError):
         raise AliasflowError(f"reduce_axis {name!r}: dom must be (lo, hi), got {dom!r}") from None
     lo, hi = as_expr(lo), as_expr(hi)
+    for bound in (lo, hi):
+        if np.dtype(bound.dtype).kind not in "iu":
+            raise AliasflowError(f"reduce_axis {name!r}: bound {bound} has dtype {bound.dtype}; "
+                                 f"a loop domain is made of integers")
     extent = binary(Sub, hi, lo)
     return IterVar(Range(lo, extent), Var(name, "int32"), "CommReduce")
 
