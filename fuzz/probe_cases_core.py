@@ -393,3 +393,52 @@ def blocks_bytes(seed):
         return a.data.copy()
     either(go, lambda arr: same_array(arr, np.full(16, 3.0, np.float32), "A"), state=state,
            what=f"block_bytes={value!r:.40}")
+
+
+# ---- views that repeat their elements -----------------------------------------------------
+@named
+def repeat_fill_2_62_windows():
+    t = af.Tensor("T", (64,))
+    af.run([af.FillOperation("w", 2.0).set_outputs(t.as_strided((2,) * 62, (1,) * 62))])
+    expect = np.zeros(64, np.float32)
+    expect[:63] = 2.0
+    same_array(t.data, expect, "T after filling 2**62 overlapping indices")
+
+
+@named
+def repeat_reduce_2_40_broadcast():
+    t = af.Tensor("T", (4,), data=[1, 2, 3, 4])
+    u = af.Tensor("U", (4,))
+    ops = [af.FillOperation("first", 9.0).set_outputs(u[:]),
+           af.ReduceOperation("total").set_inputs(t.as_strided((2**40,), (0,), 1))]
+    af.analyze(ops)
+    af.value_flow(ops)
+    refused(lambda: af.run(ops), state=lambda: (t.data.copy(), u.data.copy()),
+            what="a reduction over 2**40 repeated indices")
+
+
+@family
+def repeat_views(seed):
+    """Random windows with repeats on a small tensor: Fill through them writes what NumPy
+    writes through the same as_strided array (small cases), value flow agrees."""
+    rng = random.Random(seed)
+    n = rng.choice([1, 4, 9, 16])
+    ndim = rng.randrange(1, 6)
+    shape = tuple(rng.choice([1, 2, 3, 2**20, 2**40]) for _ in range(ndim))
+    stride = tuple(rng.choice([0, 0, 1, 2]) for _ in range(ndim))
+    t = af.Tensor("T", (n,), rng.choice(["float32", "int8", "float64"]))
+    got, v = either(lambda: t.as_strided(shape, stride, 0), what="the window")
+    if got == "refused":
+        return
+    small = tuple(min(k, 3) for k in shape)  # the same elements through fewer indices
+    expect = t.data.copy()
+    isz = expect.itemsize
+    np.lib.stride_tricks.as_strided(expect, small, [s * isz for s in stride])[...] = 7
+    if any(k > 3 and s for k, s in zip(shape, stride)):
+        return  # a non-zero stride over more than 3 indices reaches more elements
+    af.run([af.FillOperation("f", 7).set_outputs(v)])
+    same_array(t.data, expect, f"fill through {shape} {stride}")
+    flows = af.value_flow([af.FillOperation("g", 1).set_outputs(v),
+                           af.TransformOperation("r").set_inputs(t.view())], "r")
+    written = sorted(int(e) for f in flows if f.writer == "g" for e in f.elements)
+    same_array(np.array(written), np.flatnonzero(expect == 7), "flow from the fill")

@@ -303,3 +303,71 @@ def program_hostile_shapes(seed):
         either(lambda: af.run(p.ops), state=snapshot, what="run")
     except af.ExecutionError:
         pass  # an op failed while running (a shape that cannot broadcast): fine
+
+
+def _valid_hostile_program(rng):
+    """Programs that load: small tensors, views that repeat them enormously (zero strides,
+    broadcasts, windows), ops over those views."""
+    tensors = [{"name": "T", "shape": [rng.choice([1, 2, 4, 16])],
+                "dtype": rng.choice(["float32", "int8", "float64"])},
+               {"name": "U", "shape": [rng.choice([1, 4])], "dtype": "float32"}]
+    views = []
+    for k in range(rng.randrange(1, 4)):
+        nd = rng.randrange(1, 6)
+        shape = [rng.choice([1, 2, 3, 2**10, 2**20, 2**31, 2**40]) for _ in range(nd)]
+        how = rng.randrange(3)
+        if how == 0:
+            views.append({"name": f"V{k}", "of": "T[0:1]" if False else "T",
+                          "as_strided": {"shape": shape, "stride": [0] * nd, "offset": 0}})
+        elif how == 1:
+            views.append({"name": f"V{k}", "of": "U", "as_strided": {
+                "shape": shape, "stride": [0] * (nd - 1) + [rng.choice([0, 1])], "offset": 0}})
+            if shape[-1] > 1 and views[-1]["as_strided"]["stride"][-1] == 1:
+                views[-1]["as_strided"]["shape"][-1] = 1
+        else:
+            views.append({"name": f"V{k}", "of": "T", "broadcast_to": shape[:-1] + [1]})
+            views[-1]["of"] = "T1"
+    tensors.append({"name": "T1", "shape": [1], "dtype": "float32"})
+    names = [v["name"] for v in views] + ["T", "U", "T1"]
+    ops = []
+    for k in range(rng.randrange(1, 5)):
+        kind = rng.choice(["fill", "reduce", "transform", "binary"])
+        entry = {"name": f"op{k}", "kind": kind}
+        if kind == "fill":
+            entry["outputs"] = [rng.choice(names)]
+        elif kind == "reduce":
+            entry["inputs"] = [rng.choice(names)]
+            entry["axis"] = rng.choice([-1, 0])
+        elif kind == "transform":
+            entry["inputs"] = [rng.choice(names)]
+            entry["outputs"] = [rng.choice(names)]
+        else:
+            entry["inputs"] = [rng.choice(names), rng.choice(names)]
+            entry["outputs"] = [rng.choice(names)]
+        ops.append(entry)
+    return {"format": "aliasflow-program", "version": 1, "tensors": tensors, "views": views,
+            "ops": ops}
+
+
+@family
+def program_repeating_views(seed):
+    """Programs whose views repeat a few elements 2**40 times and more: every step (show,
+    analyze, flow, run, save) refused cleanly or done within the CPU limit."""
+    rng = random.Random(seed)
+    with open("p.json", "w") as f:
+        json.dump(_valid_hostile_program(rng), f)
+    got, p = either(lambda: load_program("p.json"), what="load")
+    if got == "refused":
+        return
+    for name in p.tensors:
+        either(lambda: render.grid(p, name), what=f"grid of {name}")
+    either(lambda: render.footprint_table(p), what="footprint table")
+    either(lambda: af.analyze(p.ops), what="analyze")
+    either(lambda: af.analyze(p.ops, complete=True), what="analyze complete")
+    for op in p.ops:
+        either(lambda: af.value_flow(p.ops, op), what=f"flow into {op.name}")
+    try:
+        either(lambda: af.run(p.ops), state=lambda: [t.data.copy() for t in p.tensors.values()],
+               what="run")
+    except af.ExecutionError:
+        pass

@@ -21,6 +21,11 @@ stops answering, the case in progress is counted and a new child goes on with th
     python fuzz/probe_surfaces.py                      # every case, a table of counts
     python fuzz/probe_surfaces.py --per-family 200 -v  # more mutations, list every finding
     python fuzz/probe_surfaces.py --only safetensors   # case names containing a word
+
+Under AddressSanitizer and UBSan (see fuzz/README.md for the build), without the address-space
+cap, which ASan's shadow memory would exceed:
+
+    LD_PRELOAD=... ASAN_OPTIONS=... python fuzz/probe_surfaces.py --memory-gib 0 --per-family 200
 """
 from __future__ import annotations
 
@@ -45,7 +50,8 @@ MARK = "@@probe "
 
 def _limit(memory_bytes: int, cpu_seconds: int):
     def apply():
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        if memory_bytes:  # 0: no cap (AddressSanitizer reserves terabytes of address space)
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     return apply
@@ -162,7 +168,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="seconds per case before it counts as a hang (default 30)")
     parser.add_argument("--cpu-seconds", type=int, default=600, help="CPU limit per child")
-    parser.add_argument("--memory-gib", type=int, default=3, help="address-space cap per child")
+    parser.add_argument("--memory-gib", type=int, default=3,
+                        help="address-space cap per child (0: none, for sanitizer runs)")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every finding")
     parser.add_argument("--json", help="write every case's column and detail to this file")
     args = parser.parse_args(argv)

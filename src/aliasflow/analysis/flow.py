@@ -43,13 +43,6 @@ def _shadow(n: int, view) -> np.ndarray:
     return np.full(n, -1, np.int64)
 
 
-def _shadow_view(shadow: np.ndarray, layout) -> np.ndarray:
-    offset, shape, stride = layout
-    isz = shadow.itemsize
-    return np.ndarray(shape, shadow.dtype, buffer=shadow, offset=offset * isz,
-                      strides=tuple(s * isz for s in stride))
-
-
 def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
     """Where the data each op reads comes from.
 
@@ -116,7 +109,9 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
             shadow = shadows.get(r.group)
             if shadow is None:
                 shadow = shadows[r.group] = _shadow(size[r.group], r.view)
-            _shadow_view(shadow, r.layout)[...] = j
+            # every cell the write reaches, once: bounded by the cells, however many indices
+            # reach them (a zero-stride view of 2**40 indices over one cell is one write)
+            shadow[solver.footprint(r.layout)] = j
     return flows[names[stop - 1]] if op is not None else flows
 
 

@@ -104,7 +104,9 @@ class Operation:
         # A big elementwise ufunc may write its one output directly where NumPy guarantees
         # the same bytes and no write on failure (core.direct).
         inputs = [v.numpy() for v in self.input_views]
-        arrays = [out._ndarray() for out in self.output_views]
+        # (a uniform value is written through TensorView.fill, which needs no array of the
+        # whole view: a view may repeat its elements over more indices than NumPy can hold)
+        arrays = [] if self.uniform_value else [out._ndarray() for out in self.output_views]
         try:
             if len(arrays) == 1 and self._writes_into(inputs, arrays[0]):
                 self.result = None
@@ -120,15 +122,19 @@ class Operation:
         if _may_share(value, arrays or inputs):
             value = value.copy()
         for out in self.output_views:
-            if not _broadcasts(value.shape, out.shape) \
-                    or np.broadcast_shapes(value.shape, out.shape) != out.shape:
+            if value.shape and (not _broadcasts(value.shape, out.shape)  # () fits any shape
+                                or np.broadcast_shapes(value.shape, out.shape) != out.shape):
                 raise AliasflowError(f"op {self.name!r}: result of shape {value.shape} does "
                                      f"not fit output {out.name!r} of shape {out.shape}")
             if not self.uniform_value and not np.can_cast(value.dtype, out.dtype, "same_kind"):
                 raise AliasflowError(f"op {self.name!r}: result dtype {value.dtype} cannot be "
                                      f"written to output {out.name!r} of dtype {out.dtype}")
-        for arr in arrays:
-            arr[...] = value
+        if self.uniform_value:  # one value everywhere: each element once (TensorView.fill)
+            for out in self.output_views:
+                out.fill(value)
+        else:
+            for arr in arrays:
+                arr[...] = value
         self.result = None if self.output_views else value
 
     def __repr__(self) -> str:

@@ -20,6 +20,10 @@ from .values import (INT64, MAX_DIMS, check_dtype, check_ints, check_name, check
 
 _UNSET = object()
 _DLPACK_CPU = 1  # kDLCPU
+# A kernel runs through every index of its views; over a view that repeats its elements
+# (see TensorView.repeats) it may run through at most this many (a zero-stride view of
+# 2**40 indices over one element would keep NumPy busy for hours).
+MAX_REPEATED_INDICES = 2**30
 
 
 class _ViewFields:
@@ -423,6 +427,45 @@ class TensorView(_ViewFields):
                           strides=tuple(0 if empty or n == 1 else s
                                         for n, s in zip(self.shape, self.byte_strides)))
 
+    @property
+    def repeats(self) -> bool:
+        """True when the view has more indices than bytes in the range it spans, so that
+        some element is reached by several indices (zero strides, overlapping windows). Work
+        proportional to its size would then not be bounded by its memory: filling it goes
+        through its distinct elements (:meth:`fill`), and running a kernel over more than
+        ``MAX_REPEATED_INDICES`` of its indices is refused."""
+        if self.extent is None:
+            return False
+        low, high = self.extent
+        return self.size > (high - low) * self.tensor.dtype.itemsize + self.dtype.itemsize
+
+    def fill(self, value) -> None:
+        """Write ``value`` (a scalar of a dtype that fits) to every element of the view, each
+        element once however many indices reach it, so the work is bounded by the memory the
+        view spans, not by its number of indices (a 64-element tensor seen through 2**62
+        overlapping indices takes 63 writes): axes of stride 0 are dropped, and a view whose
+        remaining indices still repeat is written through its distinct elements."""
+        if not self.repeats:
+            self._ndarray()[...] = value
+            return
+        kept = [(n, s) for n, s in zip(self.shape, self.stride) if not (n > 1 and s == 0)]
+        rest = _build(TensorView, self._name, self.tensor, self.offset,
+                      tuple(n for n, _ in kept), tuple(s for _, s in kept), self.dtype,
+                      self.extent)
+        if not rest.repeats:
+            rest._ndarray()[...] = value
+        elif self.dtype == self.tensor.dtype:
+            storage = self.tensor.storage
+            flat = np.ndarray((storage.nbytes // self.dtype.itemsize,), self.dtype,
+                              buffer=storage.bytes)
+            flat[self.footprint()] = value
+        elif rest.size <= MAX_REPEATED_INDICES:
+            rest._ndarray()[...] = value  # elements of another dtype partly overlapping
+        else:
+            raise AliasflowError(f"view {self.name!r}: {rest.size} overlapping {self.dtype} "
+                                 f"indices over {self.tensor.dtype} elements; more than the "
+                                 f"{MAX_REPEATED_INDICES} a write may go through")
+
     def numpy(self) -> np.ndarray:
         """An ndarray over the same memory: writes through either are seen by the other.
 
@@ -468,7 +511,8 @@ class TensorView(_ViewFields):
                                 f"DLPack consumers such as PyTorch cannot take them (pass "
                                 f"copy=True for a contiguous copy)")
         try:
-            return arr.__dlpack__(stream=None, max_version=max_version, copy=False)
+            return arr.__dlpack__(stream=None, copy=False, max_version=None if max_version is None
+                                  else (int(max_version[0]), int(max_version[1])))
         except BufferError as exc:
             raise ExportRefused(f"view {self.name!r}: {exc}") from None
 

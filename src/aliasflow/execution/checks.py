@@ -2,7 +2,8 @@
 
 What can be known without running: each op's arity, that its outputs can be written (not
 virtual, not read-only, no two indices on one element unless the op is a Fill), that its
-inputs can be read, that a Fill value fits every output's dtype, and, for the named kernels
+inputs can be read (and, for an input that repeats its elements, that it has at most
+``MAX_REPEATED_INDICES`` indices for a kernel to run through), that a Fill value fits every output's dtype, and, for the named kernels
 of Transform/Binary/Reduce ops, the shape and dtype of the result (from the input shapes and
 dtypes, as NumPy's rules give them) against every output. A user's callable kernel can only
 be judged by running it: its result is checked when the op runs.
@@ -16,6 +17,7 @@ import numpy as np
 from ..core.errors import AliasflowError, ExecutionError
 from ..core.operations import (BinaryOperation, FillOperation, Operation, ReduceOperation,
                                TransformOperation)
+from ..core.view import MAX_REPEATED_INDICES
 from ..solver.native import load
 
 
@@ -83,6 +85,11 @@ def check_op(op: Operation) -> None:
         if _virtual(v):
             raise AliasflowError(f"op {op.name!r}: input {v.name!r} is on virtual tensor "
                                  f"{v.tensor.name!r} (analysis only), which has no memory")
+        if v.size > MAX_REPEATED_INDICES and v.repeats:
+            raise AliasflowError(f"op {op.name!r}: input {v.name!r} (shape {v.shape}, stride "
+                                 f"{v.stride}) repeats its elements over {v.size} indices; a "
+                                 f"kernel runs through at most {MAX_REPEATED_INDICES} of a "
+                                 f"view that repeats (analysis takes any size)")
     for out in op.output_views:
         if _virtual(out):
             raise AliasflowError(f"op {op.name!r}: output {out.name!r} is on virtual tensor "

@@ -279,7 +279,19 @@ def truediv(x, y, name=None) -> Tensor:
     return _binary("RealDiv", "truediv", x, y, name)
 
 
-divide = truediv
+@atomic
+def divide(x, y, name=None) -> Tensor:
+    """``tf.divide``: with a name, ``truediv``; without one, TensorFlow converts a Python ``x``
+    first (a ``Const`` of ``y``'s dtype, named as any constant) and then divides with ``/``."""
+    if name is not None:
+        return truediv(x, y, name)
+    if not isinstance(x, Tensor) and not hasattr(x, "_as_graph_tensor"):
+        g = _graph_for(x, y)
+        dtype = y.dtype.base_dtype if isinstance(y, Tensor) or hasattr(y, "_as_graph_tensor") \
+            else None
+        with g.as_default():
+            x = _convert(g, x, "Const", dtype=dtype)
+    return _binary_operator("truediv", x, y)
 
 
 @atomic
@@ -312,10 +324,10 @@ def _binary_operator(op_name: str, tensor: Tensor, other, reverse: bool = False)
                             scope)
 
 
-def _unary(op_type: str, x, name) -> Tensor:
+def _unary(op_type: str, x, name, arg: str = "x") -> Tensor:
     g = _graph_for(x)
     with g.as_default(), g.name_scope(name if name is not None else op_type) as scope:
-        x = _convert(g, x, "x")
+        x = _convert(g, x, arg)  # a Python value becomes a Const named after the op's argument
         dt = x.dtype.base_dtype
         return _make(g, op_type, [x], dt, scope, {"T": dt})
 
@@ -330,7 +342,7 @@ def negative(x, name=None) -> Tensor:
 def identity(input, name=None) -> Tensor:  # noqa: A002 - TensorFlow's argument name
     """``tf.identity``. At run time the output *is* the input's memory (TensorFlow forwards
     the buffer): reading a variable through it sees writes made before the reader runs."""
-    return _unary("Identity", input, name)
+    return _unary("Identity", input, name, arg="input")
 
 
 @atomic
@@ -361,19 +373,22 @@ def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
         x = _convert(g, input_tensor, "input") if hasattr(input_tensor, "_as_graph_tensor") \
             or isinstance(input_tensor, Tensor) else None
         if axis is None:
-            if x is None or x.shape.rank is None:
+            if x is not None and x.shape.rank is None:
                 raise AliasflowError("reduce_sum: axis=None needs a tensor of known rank")
-            axis_value = list(range(x.shape.rank))
-            if x.shape.rank:
+            if x is not None and x.shape.rank:
+                axis_value = list(range(x.shape.rank))
                 axis_t = _constant(g, np.arange(x.shape.rank, dtype=np.int32), name="Const")
-            else:  # TensorFlow: range(0, rank(x)), the rank folded to a Const named Rank
+            else:  # TensorFlow: range(0, rank(x)), the rank folded to a Const named Rank (a
+                # Python value converted inside that scope first, and again for the Sum)
                 with g.name_scope("Rank") as rank_scope:
-                    rank = _constant(g, np.int32(0), name=rank_scope)
+                    rank = (x if x is not None else _convert(g, input_tensor, "Const")).shape.rank
+                    rank_t = _constant(g, np.int32(rank), name=rank_scope)
+                axis_value = list(range(rank))
                 with g.name_scope("range") as range_scope:
                     start = _constant(g, np.int32(0), name="start")
                     delta = _constant(g, np.int32(1), name="delta")
-                    axis_t = g._create_op("Range", [start, rank, delta],
-                                          [(int32, TensorShape([0]))], range_scope,
+                    axis_t = g._create_op("Range", [start, rank_t, delta],
+                                          [(int32, TensorShape([rank]))], range_scope,
                                           {"Tidx": int32}).outputs[0]
         else:
             axis_value, axis_t = axis, None
