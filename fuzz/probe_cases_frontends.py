@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import random
 
+import reprlib
+
 import numpy as np
 
 import aliasflow as af
 from probe_lib import Modified, Wrong, either, family, named, refused, same_array
+
+_short = reprlib.Repr()
+_short.maxlevel, _short.maxlist, _short.maxstring = 3, 4, 20
+show = _short.repr
 
 HUGE = [2**31, 2**32, 2**40, 2**62, 2**63 - 1, 2**63, 2**64, 2**70, 10**30, -1, -2, -(2**63),
         1.5, float("nan"), float("inf"), None, "3", True, np.int64(2**62), np.uint64(2**64 - 1)]
@@ -75,7 +81,9 @@ def tf_memory_ops(seed):
                 n = t.dims[0] if t.dims else 0
                 things.append(t.slice(rng.randrange(n + 1) if n else 0, n))
             elif pick == 2 and things:
-                rng.choice(things).buffer and rng.choice(things).buffer.unref()
+                t = rng.choice(things)
+                if t.buffer is not None:
+                    t.buffer.unref()
             elif pick == 3 and things:
                 t = rng.choice(things)
                 if t.buffer is not None:
@@ -200,26 +208,26 @@ def tf_shapes(seed):
     with g.as_default():
         c = tf.constant(np.arange(12.0).reshape(3, 4))
         if pick == 0:
-            either(lambda: tf.placeholder(tf.float32, dims), what=f"placeholder {dims!r:.60}")
+            either(lambda: tf.placeholder(tf.float32, dims), what=f"placeholder {show(dims)}")
         elif pick == 1:
-            either(lambda: tf.zeros(dims), what=f"zeros {dims!r:.60}")
+            either(lambda: tf.zeros(dims), what=f"zeros {show(dims)}")
         elif pick == 2:
-            either(lambda: tf.ones(dims, dtype=tf.int8), what=f"ones {dims!r:.60}")
+            either(lambda: tf.ones(dims, dtype=tf.int8), what=f"ones {show(dims)}")
         elif pick == 3:
-            either(lambda: tf.constant(1.0, shape=dims), what=f"constant shape {dims!r:.60}")
+            either(lambda: tf.constant(1.0, shape=dims), what=f"constant shape {show(dims)}")
         elif pick == 4:
             index = tuple(rng.choice(HUGE + [0, 1, -1, slice(None, None, rng.choice(HUGE))])
                           for _ in range(rng.randrange(1, 3)))
-            either(lambda: c[index], what=f"c[{index!r:.60}]")
+            either(lambda: c[index], what=f"c[{show(index)}]")
         elif pick == 5:
             either(lambda: tf.reduce_sum(c, rng.choice(HUGE + [0, 1, [0, 0], [2**70]])),
                    what="reduce_sum axis")
         elif pick == 6:
             either(lambda: tf.make_tensor_proto(1.0, shape=dims), what="make_tensor_proto shape")
         elif pick == 7:
-            either(lambda: tf.TensorShape(dims), what=f"TensorShape {dims!r:.60}")
+            either(lambda: tf.TensorShape(dims), what=f"TensorShape {show(dims)}")
         else:
-            either(lambda: _shape_rep(tf)(dims), what=f"TensorShapeRep {dims!r:.60}")
+            either(lambda: _shape_rep(tf)(dims), what=f"TensorShapeRep {show(dims)}")
 
 
 _FIT = {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1),

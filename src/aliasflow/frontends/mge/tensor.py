@@ -103,7 +103,7 @@ class _WithScalar:
 
     def __init__(self, fn, kind: str, scalar, reverse: bool):
         self.fn, self.scalar, self.reverse = fn, scalar, reverse
-        self.__name__ = f"{kind}({scalar!r}, x)" if reverse else f"{kind}(x, {scalar!r})"
+        self.__name__ = f"{kind}({show_value(scalar)}, x)" if reverse else f"{kind}(x, {show_value(scalar)})"
 
     def __call__(self, x):
         return self.fn(self.scalar, x) if self.reverse else self.fn(x, self.scalar)
@@ -159,7 +159,7 @@ def _basic_index(index, what: str):
         ok = item is None or item is Ellipsis or isinstance(item, slice) or (
             isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)))
         if not ok:
-            raise AliasflowError(f"mge: {what}: unsupported index {item!r} (ints, slices, ... "
+            raise AliasflowError(f"mge: {what}: unsupported index {show_value(item)} (ints, slices, ... "
                                  f"and None only)")
     return index
 

@@ -26,7 +26,7 @@ def _dtype_name(dtype, what: str) -> str:
     try:
         dt = np.dtype(dtype)
     except TypeError:
-        raise AliasflowError(f"{what}: unknown dtype {dtype!r}") from None
+        raise AliasflowError(f"{what}: unknown dtype {show_value(dtype)}") from None
     if dt.kind not in "iufb":
         raise AliasflowError(f"{what}: dtype {dt} is not a number type")
     return "bool" if dt.kind == "b" else dt.name
@@ -230,7 +230,7 @@ def const(value, dtype=None) -> PrimExpr:
 
     (TVM 0.27's ``te.const(1.5)`` gives the int32 constant 1; this gives float32 1.5.)"""
     if isinstance(value, (bool, np.bool_)):
-        raise AliasflowError(f"boolean constant {value!r} is not supported in expressions")
+        raise AliasflowError(f"boolean constant {show_value(value)} is not supported in expressions")
     if isinstance(value, (IntImm, FloatImm)):
         value = value.value
     if not isinstance(value, (int, float, np.integer, np.floating)):
@@ -244,7 +244,7 @@ def const(value, dtype=None) -> PrimExpr:
     if np.dtype(dtype).kind == "f":
         return FloatImm(dtype, value)
     if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-        raise AliasflowError(f"constant {value!r} is not an integer, cannot be {dtype}")
+        raise AliasflowError(f"constant {show_value(value)} is not an integer, cannot be {dtype}")
     return IntImm(dtype, int(value))
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import show_value
 from ...core.operations import Operation as AfOperation
 from ...core.view import Tensor as AfTensor
 from ...core.view import TensorView
@@ -180,7 +181,7 @@ def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False,
     given = {}
     for t, arr in (arrays or {}).items():
         if not isinstance(t, Tensor) or t.op not in ops:
-            raise AliasflowError(f"lower: arrays key {t!r} is not a tensor of the graph")
+            raise AliasflowError(f"lower: arrays key {show_value(t)} is not a tensor of the graph")
         given[t] = as_view(arr, f"lower: array for {t.name!r}", t.name)
         for e, n in zip(t.shape, given[t].shape):
             if isinstance(e, Var) and id(e) not in bound:
@@ -269,12 +270,12 @@ def _binds(ops, binds) -> dict:
     out = {}
     for key, value in binds.items():
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise AliasflowError(f"lower: bind {key!r} must be an int, got {value!r}")
+            raise AliasflowError(f"lower: bind {show_value(key)} must be an int, got {show_value(value)}")
         if isinstance(key, Var):
             out[id(key)] = int(value)
         elif isinstance(key, str) and key in found:
             for v in found[key]:
                 out[id(v)] = int(value)
         else:
-            raise AliasflowError(f"lower: bind {key!r} names no var of the graph")
+            raise AliasflowError(f"lower: bind {show_value(key)} names no var of the graph")
     return out

@@ -21,6 +21,7 @@ import inspect
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import show_value
 from .expr import (PrimExpr, Var, IntImm, ProducerLoad, as_expr, binary, const, Max, Min,
                    Add, Sub, post_order_visit, _dtype_name)
 
@@ -68,7 +69,7 @@ def reduce_axis(dom, name: str = "rv", thread_tag: str = "", span=None) -> IterV
     try:
         lo, hi = dom
     except (TypeError, ValueError):
-        raise AliasflowError(f"reduce_axis {name!r}: dom must be (lo, hi), got {dom!r}") from None
+        raise AliasflowError(f"reduce_axis {name!r}: dom must be (lo, hi), got {show_value(dom)}") from None
     lo, hi = as_expr(lo), as_expr(hi)
     for bound in (lo, hi):
         if np.dtype(bound.dtype).kind not in "iu":
@@ -125,7 +126,7 @@ def _reducer(name: str, combine):
         axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
         for a in axes:
             if not isinstance(a, IterVar) or a.iter_type != "CommReduce":
-                raise AliasflowError(f"te.{name}: axis must be reduce_axis objects, got {a!r}")
+                raise AliasflowError(f"te.{name}: axis must be reduce_axis objects, got {show_value(a)}")
         if init is not None:
             raise AliasflowError(f"te.{name}: init= is not supported")
         expr = as_expr(expr)
@@ -159,7 +160,7 @@ class Operation:
     def output(self, index: int) -> "Tensor":
         if not isinstance(index, int) or not 0 <= index < self.num_outputs:
             raise AliasflowError(f"op {self.name!r} has {self.num_outputs} output(s), "
-                                 f"no output {index!r}")
+                                 f"no output {show_value(index)}")
         return self._outputs[index]
 
     @property
@@ -222,12 +223,12 @@ class Tensor:
             indices = tuple(indices[0])
         if len(indices) != self.ndim:
             raise AliasflowError(f"tensor {self.name!r} has {self.ndim} dims, indexed with "
-                                 f"{len(indices)}: {indices!r}")
+                                 f"{len(indices)}: {show_value(indices)}")
         idx = []
         for k, x in enumerate(indices):
             if isinstance(x, slice):
                 raise AliasflowError(f"tensor {self.name!r}: slices are not supported in te "
-                                     f"expressions (index {k} is {x!r})")
+                                     f"expressions (index {k} is {show_value(x)})")
             e = as_expr(x)
             if np.dtype(e.dtype).kind not in "iu":
                 raise AliasflowError(f"tensor {self.name!r}: index {k} ({e}) has dtype "
@@ -283,7 +284,7 @@ def _shape(shape, what) -> tuple[PrimExpr, ...]:
         dims = tuple(as_expr(d) for d in shape)
     except (TypeError, AliasflowError):
         raise AliasflowError(f"{what}: shape must be a tuple of ints or int expressions, "
-                             f"got {shape!r}") from None
+                             f"got {show_value(shape)}") from None
     for d in dims:
         if np.dtype(d.dtype).kind not in "iu":
             raise AliasflowError(f"{what}: shape entry {d} has dtype {d.dtype}, not an integer")

@@ -118,15 +118,15 @@ def as_dtype(value) -> DType:
     if isinstance(value, str):
         if value in _BY_NAME:
             return _BY_NAME[value]
-        raise AliasflowError(f"unknown dtype {value!r}")
+        raise AliasflowError(f"unknown dtype {show_value(value)}")
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if int(value) in _BY_ENUM:
             return _BY_ENUM[int(value)]
-        raise AliasflowError(f"unknown DataType enum {value!r}")
+        raise AliasflowError(f"unknown DataType enum {show_value(value)}")
     try:
         npd = np.dtype(value)
     except TypeError:
-        raise AliasflowError(f"unknown dtype {value!r}") from None
+        raise AliasflowError(f"unknown dtype {show_value(value)}") from None
     if npd.kind in "SUO":
         return string
     for dt in _BY_ENUM.values():

@@ -14,6 +14,7 @@ import threading
 from contextlib import contextmanager
 
 from ...core.errors import AliasflowError
+from ...core.values import show_value
 from .dtypes import DType, TensorShape
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
@@ -274,7 +275,7 @@ class Graph:
         if isinstance(c, Tensor):
             c = c.op
         if not isinstance(c, Operation):
-            raise AliasflowError(f"{where}: expected an operation or tensor, got {c!r}")
+            raise AliasflowError(f"{where}: expected an operation or tensor, got {show_value(c)}")
         if c.graph is not self:
             raise AliasflowError(f"{where}: operation {c.name!r} is from another graph")
         return c
@@ -293,7 +294,7 @@ class Graph:
         """Add an op. ``name`` ending in ``/`` (a scope) is used as is; others made unique."""
         for t in inputs:
             if not isinstance(t, Tensor):
-                raise AliasflowError(f"{op_type}: input must be a Tensor, got {t!r}")
+                raise AliasflowError(f"{op_type}: input must be a Tensor, got {show_value(t)}")
             if t.graph is not self:
                 raise AliasflowError(f"{op_type}: input {t.name!r} is from another graph")
         name = op_type if name is None else name
@@ -346,7 +347,7 @@ class Graph:
             if obj.graph is not self:
                 raise AliasflowError(f"{obj.name!r} is not an element of this graph")
             return obj
-        raise AliasflowError(f"cannot use {obj!r} (a {type(obj).__name__}) as a tensor or "
+        raise AliasflowError(f"cannot use {show_value(obj)} (a {type(obj).__name__}) as a tensor or "
                              f"operation of the graph")
 
     @contextmanager

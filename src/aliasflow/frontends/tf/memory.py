@@ -39,6 +39,7 @@ from enum import IntEnum
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import show_value
 from ...core.exchange import from_numpy as _af_from_numpy
 
 __all__ = ["DataType", "TensorShapeRep", "TensorBuffer", "WalkStep", "memory_walk",
@@ -101,14 +102,14 @@ def _data_type(dtype) -> tuple[DataType, np.dtype]:
         try:
             dt = DataType(dtype)
         except ValueError:
-            raise AliasflowError(f"tf: unknown DataType number {dtype!r}") from None
+            raise AliasflowError(f"tf: unknown DataType number {show_value(dtype)}") from None
         if dt not in _FROM_ENUM:
             raise AliasflowError(f"tf: {dt.name} has no NumPy element type in this model")
         return dt, _FROM_ENUM[dt]
     try:
         npd = np.dtype(dtype)
     except (TypeError, ValueError, SyntaxError):
-        raise AliasflowError(f"tf: unknown dtype {dtype!r}") from None
+        raise AliasflowError(f"tf: unknown dtype {show_value(dtype)}") from None
     if npd not in _NUMPY:
         raise AliasflowError(f"tf: dtype {npd} has no TensorFlow DataType in this model")
     return _NUMPY[npd], npd
@@ -142,7 +143,7 @@ class Dims(tuple):
 
 def _int(x, what: str) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise AliasflowError(f"tf.TensorShapeRep: {what} must be an int, got {x!r}")
+        raise AliasflowError(f"tf.TensorShapeRep: {what} must be an int, got {show_value(x)}")
     if not -1 <= x <= _INT64_MAX:
         raise AliasflowError(f"tf.TensorShapeRep: {what} must be >= -1 (-1: unknown) and fit "
                              f"in int64, got {x}")
@@ -185,7 +186,7 @@ class TensorShapeRep:
         self._num_elements = 1
         if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__"):
             raise AliasflowError(f"tf.TensorShapeRep: dims must be a sequence of ints or None, "
-                                 f"got {dims!r}")
+                                 f"got {show_value(dims)}")
         if len(dims) > MAX_DIMENSIONS:
             raise AliasflowError(f"tf.TensorShapeRep: too many dimensions in tensor ({len(dims)};"
                                  f" at most {MAX_DIMENSIONS})")
@@ -214,7 +215,7 @@ class TensorShapeRep:
         if not self._rank_known:
             return -1
         if not isinstance(d, (int, np.integer)) or not 0 <= d < len(self._dims):
-            raise AliasflowError(f"tf.TensorShapeRep: dim {d!r} out of range for {self}")
+            raise AliasflowError(f"tf.TensorShapeRep: dim {show_value(d)} out of range for {self}")
         return self._dims[d]
 
     @property
@@ -278,7 +279,7 @@ class TensorShapeRep:
         size = self._size(size)
         if not self._rank_known or not isinstance(d, (int, np.integer)) or \
                 not 0 <= d < len(self._dims):
-            raise AliasflowError(f"tf.TensorShapeRep: set_dim({d!r}) out of range for {self}")
+            raise AliasflowError(f"tf.TensorShapeRep: set_dim({show_value(d)}) out of range for {self}")
         if (self._tag == REP16 and size < K_MAX_REP16) or \
                 (self._tag == REP32 and size < K_MAX_REP32) or self._tag == REP_OUT_OF_LINE:
             self._dims[d] = size
@@ -414,7 +415,7 @@ def _data_type_number(dtype) -> DataType:
         try:
             return DataType(dtype)
         except ValueError:
-            raise AliasflowError(f"tf: unknown DataType number {dtype!r}") from None
+            raise AliasflowError(f"tf: unknown DataType number {show_value(dtype)}") from None
     return _data_type(dtype)[0]
 
 
@@ -487,7 +488,7 @@ class TensorBuffer:
         if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or \
                 not 0 <= nbytes <= _INT64_MAX - ALIGNMENT:
             raise AliasflowError(f"tf.TensorBuffer: nbytes must be an int from 0 to "
-                                 f"{_INT64_MAX - ALIGNMENT} (or pass an array), got {nbytes!r}")
+                                 f"{_INT64_MAX - ALIGNMENT} (or pass an array), got {show_value(nbytes)}")
         try:
             raw = np.zeros(int(nbytes) + ALIGNMENT, np.uint8)
         except (MemoryError, ValueError):
@@ -527,7 +528,7 @@ class TensorBuffer:
         if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
                    for x in (offset, nbytes)):
             raise AliasflowError(f"tf.TensorBuffer.sub_buffer: offset and nbytes must be "
-                                 f"ints, got {offset!r} and {nbytes!r}")
+                                 f"ints, got {show_value(offset)} and {show_value(nbytes)}")
         if offset < 0 or nbytes < 0 or offset + nbytes > self._size:
             raise AliasflowError(f"tf.TensorBuffer.sub_buffer: bytes {offset}..{offset + nbytes}"
                                  f" are outside the buffer's {self._size}")
@@ -729,7 +730,7 @@ class Tensor:
         if not (isinstance(start, (int, np.integer)) and isinstance(limit, (int, np.integer))
                 and 0 <= start <= limit <= dim0):
             raise AliasflowError(f"tf.Tensor.slice: need 0 <= start <= limit <= {dim0}, got "
-                                 f"start={start!r}, limit={limit!r}")
+                                 f"start={show_value(start)}, limit={show_value(limit)}")
         shape = self.shape.copy()
         buffer = None
         if dim0 > 0:
@@ -832,7 +833,7 @@ def swap_data_pointer(t: Tensor, array: np.ndarray) -> int:
     """
     if not isinstance(t, Tensor) or t.buffer is None:
         raise AliasflowError(f"tf.swap_data_pointer: needs a tf.memory.Tensor with a buffer, "
-                             f"got {t!r}")
+                             f"got {show_value(t)}")
     t.buffer._check_live("swap_data_pointer")
     if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
         raise AliasflowError("tf.swap_data_pointer: needs a C-contiguous NumPy array")

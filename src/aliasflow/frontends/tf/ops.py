@@ -127,12 +127,18 @@ def _constant(graph: Graph, value, dtype=None, shape=None, name="Const") -> Tens
         if not shape.is_fully_defined():
             raise AliasflowError(f"constant {name!r}: shape {shape} must be fully defined")
         size = prod(shape.dims)
-        check_nbytes(tuple(shape.dims), dt.numpy, f"constant {name!r}")
+        nbytes = check_nbytes(tuple(shape.dims), dt.numpy, f"constant {name!r}")
         if arr.size == size:
             arr = arr.reshape(shape.dims)
         elif 0 < arr.size < size:  # tf.compat.v1.constant repeats the last value
-            arr = np.concatenate([arr.ravel(), np.repeat(arr.ravel()[-1:], size - arr.size)])
-            arr = arr.reshape(shape.dims)
+            try:
+                filled = np.empty(size, arr.dtype)
+            except MemoryError:
+                raise AliasflowError(f"constant {name!r}: cannot allocate {nbytes} bytes for "
+                                     f"shape {shape}") from None
+            filled[:arr.size] = arr.ravel()
+            filled[arr.size:] = arr.ravel()[-1]
+            arr = filled.reshape(shape.dims)
         else:
             raise AliasflowError(f"constant {name!r}: {arr.size} value(s) do not fit shape "
                                  f"{shape}")
@@ -505,6 +511,7 @@ def _filled(value, shape, dtype, name, default: str) -> Tensor:
         if not shape.is_fully_defined():
             raise AliasflowError(f"{default}: shape {shape} must be fully defined")
         if prod(shape.dims) < 1000:
+            check_nbytes(tuple(shape.dims), dt.numpy, f"{default} {scope[:-1]!r}")
             return _constant(g, np.full(shape.dims, value, dt.numpy), dt, name=scope)
         dims = _constant(g, _index_array(shape.dims, f"{default} shape"),
                          name="shape_as_tensor")

@@ -44,6 +44,7 @@ _FIELD_NAMES = {5: "float_val", 6: "double_val", 7: "int_val", 8: "string_val",
                 9: "scomplex_val", 10: "int64_val", 11: "bool_val", 12: "dcomplex_val",
                 13: "half_val", 16: "uint32_val", 17: "uint64_val"}
 _MAX_VARINT = (1 << 64) - 1
+_MAX_FIELD = (1 << 29) - 1  # protobuf's largest field number
 
 
 # ---- wire format ----------------------------------------------------------------------------
@@ -112,6 +113,8 @@ class _Reader:
             field, wire = key >> 3, key & 7
             if field == 0:
                 self.fail("field number 0")
+            if field > _MAX_FIELD:
+                self.fail(f"field number {field} is beyond protobuf's {_MAX_FIELD}")
             if wire == 0:
                 yield field, wire, self.varint()
             elif wire == 1:
@@ -321,7 +324,7 @@ def _flatten_strings(values) -> list[bytes]:
         if isinstance(v, str):
             v = v.encode()
         if not isinstance(v, bytes):
-            raise AliasflowError(f"string tensor element {v!r} is not str or bytes")
+            raise AliasflowError(f"string tensor element {show_value(v)} is not str or bytes")
         out.append(v)
     return out
 

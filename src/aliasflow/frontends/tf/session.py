@@ -98,7 +98,7 @@ def _accessed(op: Operation, view_of, var_view):
         return [view_of(ins[-1])], [var_view(op)[op._attrs["_index"]]], lambda vals: [vals[0]]
     if t in ("Identity", "VariableV2", "NoOp"):
         return [], [], None
-    raise AliasflowError(f"operation {op.name!r}: type {t!r} cannot run here")
+    raise AliasflowError(f"operation {op.name!r}: type {show_value(t)} cannot run here")
 
 
 class _Kernel(AfOperation):

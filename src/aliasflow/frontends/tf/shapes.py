@@ -8,6 +8,7 @@ from itertools import zip_longest
 import numpy as np
 
 from ...core.errors import AliasflowError
+from ...core.values import show_value
 from .dtypes import TensorShape
 from .graph import Operation
 
@@ -60,7 +61,7 @@ def _normalize_axes(op_name: str, axis, rank: int) -> list[int]:
     out = []
     for a in axes:
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-            raise AliasflowError(f"{op_name}: axis must be ints, got {axis!r}")
+            raise AliasflowError(f"{op_name}: axis must be ints, got {show_value(axis)}")
         if not -rank <= a < rank:
             raise AliasflowError(f"{op_name}: axis {int(a)} is out of range for rank {rank}")
         out.append(int(a) % rank)
@@ -80,7 +81,7 @@ def _expand_index(op_name: str, index, rank: int) -> list:
     """The index with ``...`` replaced by full slices (TensorFlow: missing dims are kept)."""
     real = sum(1 for i in index if i is not None and i is not Ellipsis)
     if real > rank:
-        raise AliasflowError(f"{op_name}: index {index!r} has {real} entries for rank {rank}")
+        raise AliasflowError(f"{op_name}: index {show_value(index)} has {real} entries for rank {rank}")
     out = []
     for item in index:
         if item is Ellipsis:

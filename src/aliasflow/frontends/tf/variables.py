@@ -11,6 +11,7 @@ alias that memory, so *when* a reader runs decides what it sees. Resource variab
 from __future__ import annotations
 
 from ...core.errors import AliasflowError
+from ...core.values import show_value
 from .dtypes import TensorShape
 from .graph import Operation, Tensor, _session_for, get_default_graph
 from . import ops as _ops
@@ -190,7 +191,7 @@ def global_variables_initializer() -> Operation:
 
 def _as_variable(ref, what: str) -> Variable:
     if not isinstance(ref, Variable):
-        raise AliasflowError(f"{what}: ref must be a tf.Variable, got {ref!r}")
+        raise AliasflowError(f"{what}: ref must be a tf.Variable, got {show_value(ref)}")
     return ref
 
 
