@@ -399,6 +399,9 @@ def tf_proto_bytes(seed):
         raise Wrong(f"make_ndarray gives {ours!r:.80}, TensorFlow {theirs!r:.80}")
 
 
+tf_proto_bytes.warmup = _real_tf
+
+
 # ---- mge ------------------------------------------------------------------------------------
 @named
 def mge_nan_into_int():

@@ -22,8 +22,9 @@ stops answering, the case in progress is counted and a new child goes on with th
     python fuzz/probe_surfaces.py --per-family 200 -v  # more mutations, list every finding
     python fuzz/probe_surfaces.py --only safetensors   # case names containing a word
 
-Under AddressSanitizer and UBSan (see fuzz/README.md for the build), without the address-space
-cap, which ASan's shadow memory would exceed:
+Under AddressSanitizer and UBSan (see fuzz/README.md for the build and the options), without
+the address-space cap, which ASan's shadow memory would exceed (ASan's own
+``max_allocation_size_mb`` bounds allocations instead):
 
     LD_PRELOAD=... ASAN_OPTIONS=... python fuzz/probe_surfaces.py --memory-gib 0 --per-family 200
 """
@@ -119,6 +120,9 @@ def run_one(name: str) -> tuple[str, str]:
     lib = _cases()
     fam, _, seed = name.partition("#")
     fn = lib._FAMILIES[fam] if seed else lib._NAMED[name]
+    warmup = getattr(fn, "warmup", None)
+    if warmup is not None:  # an oracle's import (real TensorFlow) is not the input's work
+        warmup()
     cpu = time.process_time()
     try:
         with tempfile.TemporaryDirectory() as tmp:
