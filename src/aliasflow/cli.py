@@ -21,7 +21,6 @@ from .analysis.races import find_races
 from .analysis.schedule import DependencyGraph
 from .core.errors import AliasflowError, ExecutionError
 from .core.program import Program
-from .execution.checks import check_all
 from .execution.runner import run as run_ops
 from .seeds import ERRATUM, complex_example, simple_example
 
@@ -193,24 +192,26 @@ def run_cmd(
         program = _load(file)
         if backend is not None or block_bytes is not None or address is not None:
             from .execution.distributed.connect import open_backend
-            from .execution.distributed.engine import run as run_blocks
             from .execution.distributed.plan import parse_bytes
+            from .execution.interpreter import check_all
             size = parse_bytes(block_bytes or "16MiB")  # refused before a cluster starts
-            check_all(program.ops)  # so is a program that cannot run
+            check_all(program.records)  # so is a program that cannot run
             with open_backend(backend or "local", address) as engine:
                 start = time.perf_counter()
                 with _budget(max_work), _progress(f"running on {backend or 'local'}",
                                                   len(program.ops), always=True) as progress:
-                    run_blocks(program.ops, engine, size, progress)
+                    results = run_ops(program.records, backend=engine, block_bytes=size,
+                                      progress=progress)
                 seconds = time.perf_counter() - start
         else:
             start = time.perf_counter()
             with _budget(max_work), _progress("running", len(program.ops)) as progress:
-                run_ops(program.ops, workers=workers, progress=progress)
+                results = run_ops(program.records, workers=workers, progress=progress)
             seconds = time.perf_counter() - start
         arrays = {f"tensor:{name}": t.data for name, t in program.tensors.items()}
-        arrays.update({f"result:{op.name}": np.asarray(op.result) for op in program.ops
-                       if op.result is not None})
+        arrays.update({f"result:{value.op}" if value.index == 0 else
+                       f"result:{value.op}#{value.index}": np.asarray(array)
+                       for value, array in results.items()})
         for name, array in arrays.items():
             console.print(render.array_text(name, array), highlight=False)
         how = f"on {backend or 'local'} in blocks" if backend or block_bytes or address \

@@ -253,7 +253,7 @@ def test_figures_and_errors():
     rp = plan([rec], 8)    # bytes 4..11 of A: half of block 0, half of block 1
     assert rp.tasks[0].reads == ((0, 0, 0), (0, 1, 0))
     assert rp.tasks[0].rmw == rp.tasks[0].writes == ((0, 0, 1), (0, 1, 1))
-    with pytest.raises(af.AliasflowError, match="'inc' is a OpRecord"):
+    with pytest.raises(af.AliasflowError, match="'inc': kind 'add_' is not a registered primitive"):
         run_plan(rp, LocalBackend())
     R = af.Tensor("R", (4,))
     ro = af.from_numpy(np.frombuffer(bytes(16), np.float32), "ro")
