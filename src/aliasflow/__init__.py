@@ -30,8 +30,7 @@ from .execution.runner import run
 from .execution.checks import OpRefused
 from .solver import UndecidedOverlapWarning, WorkBudget
 from .analysis.budget import work_budget
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def compute_view_footprint(view: TensorView) -> list[int]:

@@ -1,0 +1,110 @@
+"""``aliasflow trace [-m] TARGET [ARGS...]``: run a program under the PyTorch tracer and
+report its findings."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..interop.script import check_target, run_target
+from ..reporting import Report
+from ..reporting.adapter import item_from_finding
+from .app import (EXIT_CLEAN, EXIT_ERROR, FORMAT, IGNORE, JSON, SELECT, TIMINGS, VERBOSE,
+                  Format, app, cli_errors, emit, error_line, fail_on_option, settings)
+
+TORCH_MISSING = "tracing PyTorch programs needs PyTorch: pip install 'aliasflow[torch]'"
+
+
+def torch_tracer():
+    """The PyTorch tracer's ``trace`` factory, or a one-line error naming the extra."""
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        raise ModuleNotFoundError(TORCH_MISSING)
+    try:
+        from ..interop.torch_trace import trace
+    except ImportError as exc:  # torch is there but does not import
+        raise ModuleNotFoundError(f"{TORCH_MISSING} (importing it failed: {exc})") from None
+    return trace
+
+
+def trace_report(t, policy, reuse: bool = False, timings=None, status=None) -> Report:
+    """A trace's findings (its stream races too) as a report, with what else it knows:
+    calls, storages, failed and untracked calls, and on request the conflicts across
+    memory reuse (which depend on the allocator, so two runs may differ)."""
+    items = [item_from_finding(f) for f in t.findings()]
+    items += [item_from_finding(f, race=True) for f in t.races()]
+    data = {"aten_calls": len(t.raw), "storages": len(t.storages)}
+    if status is not None:
+        data["exit_status"] = status
+    if reuse:
+        data["reuse"] = [f.to_json() for f in t.reuse()]
+    data["failed"] = [{"op": op.name, "line": op.line, "error": op.error}
+                      for op in t.ops if op.failed]
+    data["untracked"] = [{"op": op.name, "line": op.line, "why": op.untracked}
+                         for op in t.ops if op.untracked]
+    return Report("trace", items, policy, data, timings)
+
+
+@app.command("trace", context_settings={"allow_interspersed_args": False,
+                                        "ignore_unknown_options": True})
+def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
+                                           help="Python script to run (a module with -m)."),
+              args: Optional[list[str]] = typer.Argument(None, metavar="[ARGS]...",
+                                                         help="The program's own arguments."),
+              module: bool = typer.Option(False, "-m", help="SCRIPT is a module, run as "
+                                                            "python -m runs it."),
+              fmt: Optional[Format] = FORMAT, as_json: bool = JSON,
+              html: Optional[Path] = typer.Option(None, "--html",
+                                                  help="Write a self-contained HTML report."),
+              select: Optional[list[str]] = SELECT, ignore: Optional[list[str]] = IGNORE,
+              fail_on: Optional[str] = fail_on_option("hazard"),
+              reuse: bool = typer.Option(False, "--reuse",
+                                         help="Also list conflicts across memory reuse."),
+              timings: bool = TIMINGS, verbose: bool = VERBOSE) -> None:
+    """Run SCRIPT under the PyTorch tracer, as python does, and report the findings, most
+    serious first. Options go before SCRIPT; what follows it is the program's argv. Exit
+    code: the program's when it fails, else 1 for findings at or above --fail-on, else 0."""
+    with cli_errors():
+        fmt_name, policy = settings(fmt, as_json, select, ignore, fail_on)
+        check_target(target, module)
+        trace = torch_tracer()
+        t = trace()
+        start = time.perf_counter()
+        status = run_target(target, list(args or []), t, module=module,
+                            stdout_to_stderr=fmt_name != "text")
+        ran = time.perf_counter() - start
+        report = trace_report(t, policy, reuse, status=status)
+        if timings:
+            report.timings = {"run": ran, "findings": time.perf_counter() - start - ran}
+        text = None
+        if fmt_name == "text":
+            text = lambda console: _text(console, t, report, reuse)  # noqa: E731
+        code = emit(report, fmt_name, text)
+        if html is not None:
+            from ..viz.report import write_html
+            write_html(t, html)
+            if fmt_name == "text":
+                error_line(f"report written to {html}", "note")
+        raise typer.Exit(status if status != EXIT_CLEAN else code)
+
+
+def _text(console, t, report: Report, reuse: bool) -> None:
+    console.print(f"{len(t.raw)} aten calls, {len(t.storages)} storages", soft_wrap=True)
+    for line in report.text_lines():
+        console.print(line, soft_wrap=True)
+    for op in t.ops:
+        if op.failed:
+            console.print(f"failed: {op.name} at {op.line}: {op.error}", soft_wrap=True)
+        if op.untracked:
+            console.print(f"not recorded (its tensors are not plain strided memory): "
+                          f"{op.name} at {op.line}: {op.untracked}", soft_wrap=True)
+    if reuse:
+        for f in t.reuse():
+            console.print(f"memory reuse: {f.describe()} at {' -> '.join(f.lines)}",
+                          soft_wrap=True)
+    console.print(report.summary(), soft_wrap=True)
+
+
+__all__ = ["trace_cmd", "torch_tracer", "trace_report", "EXIT_ERROR"]
