@@ -38,6 +38,13 @@ def compute_view_footprint(view: TensorView) -> list[int]:
     return view.footprint().tolist()
 
 
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext aliasflow`` in IPython or Jupyter: the ``%%aliasflow`` cell magic (see
+    :mod:`aliasflow.notebook`)."""
+    from .notebook import load_ipython_extension as load
+    load(ipython)
+
+
 def __getattr__(name: str):
     # Heavy parts load on first use, so ``import aliasflow`` imports neither torch nor Dask
     # nor Ray: ``af.trace`` (PyTorch) and ``af.distributed`` (Dask, Ray backends).

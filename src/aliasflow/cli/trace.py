@@ -9,43 +9,11 @@ from typing import Optional
 import typer
 
 from ..interop.script import check_target, run_target
+from ..interop.tracers import TracerUnavailable, torch_tracer
 from ..reporting import Report
-from ..reporting.adapter import item_from_finding
+from ..reporting.traces import trace_report
 from .app import (EXIT_CLEAN, EXIT_ERROR, FORMAT, IGNORE, JSON, SELECT, TIMINGS, VERBOSE,
                   Format, app, cli_errors, emit, error_line, fail_on_option, settings)
-
-TORCH_MISSING = "tracing PyTorch programs needs PyTorch: pip install 'aliasflow[torch]'"
-
-
-def torch_tracer():
-    """The PyTorch tracer's ``trace`` factory, or a one-line error naming the extra."""
-    import importlib.util
-    if importlib.util.find_spec("torch") is None:
-        raise ModuleNotFoundError(TORCH_MISSING)
-    try:
-        from ..interop.torch_trace import trace
-    except ImportError as exc:  # torch is there but does not import
-        raise ModuleNotFoundError(f"{TORCH_MISSING} (importing it failed: {exc})") from None
-    return trace
-
-
-def trace_report(t, policy, reuse: bool = False, timings=None, status=None) -> Report:
-    """A trace's findings (its stream races too) as a report, with what else it knows:
-    calls, storages, failed and untracked calls, and on request the conflicts across
-    memory reuse (which depend on the allocator, so two runs may differ)."""
-    items = [item_from_finding(f) for f in t.findings()]
-    items += [item_from_finding(f, race=True) for f in t.races()]
-    data = {"aten_calls": len(t.raw), "storages": len(t.storages)}
-    if status is not None:
-        data["exit_status"] = status
-    if reuse:
-        data["reuse"] = [f.to_json() for f in t.reuse()]
-    data["failed"] = [{"op": op.name, "line": op.line, "error": op.error}
-                      for op in t.ops if op.failed]
-    data["untracked"] = [{"op": op.name, "line": op.line, "why": op.untracked}
-                         for op in t.ops if op.untracked]
-    return Report("trace", items, policy, data, timings)
-
 
 @app.command("trace", context_settings={"allow_interspersed_args": False,
                                         "ignore_unknown_options": True})
@@ -69,7 +37,11 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
     with cli_errors():
         fmt_name, policy = settings(fmt, as_json, select, ignore, fail_on)
         check_target(target, module)
-        trace = torch_tracer()
+        try:
+            trace = torch_tracer()
+        except TracerUnavailable as exc:
+            error_line(str(exc))
+            raise typer.Exit(EXIT_ERROR)
         t = trace()
         start = time.perf_counter()
         status = run_target(target, list(args or []), t, module=module,
@@ -107,4 +79,3 @@ def _text(console, t, report: Report, reuse: bool) -> None:
     console.print(report.summary(), soft_wrap=True)
 
 
-__all__ = ["trace_cmd", "torch_tracer", "trace_report", "EXIT_ERROR"]

@@ -33,11 +33,8 @@ def items_table(items, caption: str = "") -> str:
 
 def trace_html(trace) -> str:
     """A trace's summary and its findings (races too) as HTML."""
-    from .adapter import item_from_finding
-    items = [item_from_finding(f) for f in trace.findings()]
-    races = getattr(trace, "races", None)
-    if races is not None:
-        items += [item_from_finding(f, race=True) for f in races()]
+    from .traces import trace_items
+    items = trace_items(trace)
     calls = len(getattr(trace, "raw", ()))
     caption = (f"aliasflow trace: {calls} calls, {len(getattr(trace, 'storages', ()))} "
                f"storages, {len(items)} finding(s)")

@@ -32,6 +32,11 @@ class Place:
     def __str__(self) -> str:
         return self.path if self.line is None else f"{self.path}:{self.line}"
 
+    def shown(self) -> str:
+        """As :func:`str`, the path relative to the working directory when below it."""
+        path = relative_path(self.path)
+        return path if self.line is None else f"{path}:{self.line}"
+
 
 def place_of(text: str) -> Place | None:
     """``"file:line"`` as a :class:`Place`; None for an unknown place (``"?"``)."""

@@ -34,14 +34,15 @@ class Report:
         by = Counter(i.severity for i in self.reported)
         return {s: by[s] for s in SEVERITIES if by[s]}
 
-    def summary(self) -> str:
-        """``"3 findings (hazard 2, order 1), 1 suppressed"``."""
+    def summary(self, option: str = "--fail-on") -> str:
+        """``"3 finding(s) (hazard 2, order 1), 1 suppressed by comments"`` and, when some
+        fail the run, how many are at or above the threshold (named as ``option``)."""
         counts = ", ".join(f"{s} {n}" for s, n in self.counts().items())
         out = f"{len(self.reported)} finding(s)" + (f" ({counts})" if counts else "")
         if self.suppressed:
             out += f", {len(self.suppressed)} suppressed by comments"
         if self.failing:
-            out += f"; {len(self.failing)} at or above --fail-on {self.policy.fail_on}"
+            out += f"; {len(self.failing)} at or above {option} {self.policy.fail_on}"
         return out
 
     def to_json(self) -> dict:
@@ -83,11 +84,11 @@ def dumps(doc) -> str:
 
 
 def text_of(item: Item) -> list[str]:
-    where = f"{item.place}: " if item.place is not None else ""
+    where = f"{item.place.shown()}: " if item.place is not None else ""
     lines = [f"{where}{item.severity} {item.kind}: {item.message}"]
     if item.source:
         lines.append(f"    {item.source}")
-    related = [str(p) for p in item.places[1:] if p is not None and p != item.place]
+    related = [p.shown() for p in item.places[1:] if p is not None and p != item.place]
     if related:
         lines.append(f"    also at {', '.join(related)}")
     if item.hint:

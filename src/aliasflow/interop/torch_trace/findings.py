@@ -97,6 +97,10 @@ class Finding:
     def __repr__(self) -> str:
         return f"Finding({self.describe()})"
 
+    def _repr_html_(self) -> str:
+        from ...reporting.html import finding_html
+        return finding_html(self)
+
 
 def _grid(ref, byte_addresses: np.ndarray) -> np.ndarray:
     """Start addresses of the ``ref``-dtype elements (on ``ref``'s grid) holding the bytes."""
