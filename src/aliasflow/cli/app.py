@@ -110,7 +110,7 @@ class AliasflowGroup(TyperGroup):
         except click_exceptions.ClickException as exc:
             error_line(exc.format_message())
             code = exc.exit_code
-        except (click_exceptions.Abort, KeyboardInterrupt):
+        except (typer.Abort, KeyboardInterrupt):
             error_line("interrupted", "aborted")
             code = EXIT_INTERRUPTED
         except Exception as exc:  # noqa: BLE001 - never a traceback unless asked for
@@ -125,9 +125,26 @@ class AliasflowGroup(TyperGroup):
         return code
 
 
+def compiled_core() -> str:
+    """Which compiled modules are in use: ``"built"`` (all three), ``"not built"`` (none:
+    pure Python, slower), ``"off (AF_PURE)"`` or the list of the missing ones."""
+    from ..solver.native import load, pure_requested
+    if pure_requested():
+        return "off (AF_PURE)"
+    names = ["aliasflow.solver._native", "aliasflow.analysis._walker",
+             "aliasflow.execution._ready"]
+    missing = [n for n in names if load(n) is None]
+    if not missing:
+        return "built"
+    if len(missing) == len(names):
+        return "not built: pure Python, slower (see benchmarks/RESULTS.md)"
+    return "partly built, missing " + ", ".join(missing)
+
+
 def _show_version(value: bool) -> None:
     if value:
-        sys.stdout.write(f"aliasflow {__version__}\n")
+        sys.stdout.write(f"aliasflow {__version__} (Python {sys.version.split()[0]}; "
+                         f"compiled core: {compiled_core()})\n")
         raise typer.Exit()
 
 

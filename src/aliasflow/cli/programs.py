@@ -99,7 +99,7 @@ def _show_example(console, title: str, program: Program) -> None:
             console.print(render.flow_table(flows, f"Value flow into {op.name}"))
 
 
-@app.command()
+@app.command(short_help="The seed article's two examples, analysed.")
 def demo(fmt: Optional[Format] = FORMAT, as_json: bool = JSON, verbose: bool = VERBOSE
          ) -> None:
     """Analyse the seed article's two examples: storage grids, footprints, dependencies."""
@@ -130,7 +130,7 @@ def _run_complex(program: Program) -> str:
         return str(exc)
 
 
-@app.command("analyze")
+@app.command("analyze", short_help="Dependencies between the ops of a program file.")
 def analyze_cmd(
     file: Path = FILE,
     fmt: Optional[Format] = FORMAT, as_json: bool = JSON,
@@ -197,7 +197,7 @@ def _array_json(array: np.ndarray):
     return a.tolist()
 
 
-@app.command("run")
+@app.command("run", short_help="Execute a program file; print its tensors.")
 def run_cmd(
     file: Path = FILE,
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Threads (1: program order)."),
@@ -270,7 +270,7 @@ def _check_save_path(save: Path) -> None:
         raise AliasflowError(f"--save {save}: directory {parent} does not exist")
 
 
-@app.command("plan")
+@app.command("plan", short_help="A program as tasks on storage blocks.")
 def plan_cmd(file: Path = FILE,
              block_bytes: str = typer.Option("16MiB", "--block-bytes",
                                              help="Block size, e.g. 4096, 64KiB, 16MiB."),
@@ -297,7 +297,7 @@ def plan_cmd(file: Path = FILE,
         console.print(f"planned in {seconds * 1e3:.1f} ms")
 
 
-@app.command()
+@app.command(short_help="Where the data an op reads comes from.")
 def flow(file: Path = FILE,
          op: str = typer.Argument(..., metavar="OP", help="Name of the op whose inputs to trace."),
          fmt: Optional[Format] = FORMAT, as_json: bool = JSON, verbose: bool = VERBOSE
@@ -324,7 +324,7 @@ def _pairs(items: list[str], sep: str, what: str) -> list[tuple[str, str]]:
     return out
 
 
-@app.command()
+@app.command(short_help="Conflicts that stream ordering leaves unordered.")
 def races(file: Path = FILE,
           stream: list[str] = typer.Option([], "--stream", "-s", metavar="OP=STREAM",
                                             help="Run OP on STREAM (repeatable)."),
@@ -374,7 +374,7 @@ def races(file: Path = FILE,
         raise typer.Exit(emit(report, fmt_name, text))
 
 
-@app.command()
+@app.command(short_help="Storages drawn with every view's elements marked.")
 def show(file: Path = FILE, fmt: Optional[Format] = FORMAT, as_json: bool = JSON,
          verbose: bool = VERBOSE) -> None:
     """Draw every storage of FILE with its views' elements marked, and the footprints."""
@@ -399,7 +399,7 @@ def show(file: Path = FILE, fmt: Optional[Format] = FORMAT, as_json: bool = JSON
             console.print(shared)
 
 
-@app.command("mge")
+@app.command("mge", short_help="Seed 001 (MegEngine) rows and exercises.")
 def mge_cmd(verbose: bool = VERBOSE) -> None:
     """Seed 001 (MegEngine): each row of its table run and observed through mge.layers, then
     its four exercises, in MegEngine (copy-on-write) and alias (NumPy/PyTorch) semantics."""

@@ -15,7 +15,8 @@ from ..reporting.traces import trace_report
 from .app import (EXIT_CLEAN, EXIT_ERROR, FORMAT, IGNORE, JSON, SELECT, TIMINGS, VERBOSE,
                   Format, app, cli_errors, emit, error_line, fail_on_option, settings)
 
-@app.command("trace", context_settings={"allow_interspersed_args": False,
+@app.command("trace", short_help="Run a Python program under the PyTorch tracer.",
+             context_settings={"allow_interspersed_args": False,
                                         "ignore_unknown_options": True})
 def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
                                            help="Python script to run (a module with -m)."),

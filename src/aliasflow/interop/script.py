@@ -54,10 +54,8 @@ def exit_status(code) -> int:
 def _print_exception(exc: BaseException) -> None:
     """Print the traceback as Python would for the script: from its first frame on."""
     tb = exc.__traceback__
-    ours = {os.path.normcase(os.path.abspath(__file__)),
-            os.path.normcase(os.path.abspath(runpy.__file__))}
-    while tb is not None and os.path.normcase(
-            os.path.abspath(tb.tb_frame.f_code.co_filename)) in ours:
+    ours = {__file__, runpy.__file__, "<frozen runpy>"}
+    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb)
 

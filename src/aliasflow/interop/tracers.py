@@ -2,8 +2,6 @@
 found without importing its framework until it is asked for."""
 from __future__ import annotations
 
-import importlib.util
-
 TORCH_MISSING = "tracing PyTorch programs needs PyTorch: pip install 'aliasflow[torch]'"
 
 
@@ -14,10 +12,14 @@ class TracerUnavailable(ImportError):
 def torch_tracer():
     """The PyTorch tracer's ``trace`` factory; :class:`TracerUnavailable` (one line naming
     the extra) when PyTorch is missing or does not import."""
-    if importlib.util.find_spec("torch") is None:
-        raise TracerUnavailable(TORCH_MISSING)
     try:
-        from .torch_trace import trace
-    except ImportError as exc:  # torch is there but does not import
+        import torch  # noqa: F401
+    except ImportError as exc:
+        if getattr(exc, "name", None) == "torch" or "torch" in str(exc).split("'"):
+            raise TracerUnavailable(TORCH_MISSING) from None
         raise TracerUnavailable(f"{TORCH_MISSING} (importing it failed: {exc})") from None
+    except Exception as exc:  # noqa: BLE001 - a broken install: say so in one line
+        raise TracerUnavailable(f"{TORCH_MISSING} (importing it failed: "
+                                f"{type(exc).__name__}: {exc})") from None
+    from .torch_trace import trace
     return trace
