@@ -87,6 +87,7 @@ def suppressing_comment(item: Item) -> str | None:
     for place in item.places:
         if place is None or place.line is None:
             continue
+        linecache.checkcache(place.path)   # the file may have changed since it was cached
         text = linecache.getline(place.path, place.line)
         if "aliasflow" not in text:
             continue
