@@ -64,19 +64,18 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
 
 
 def _text(console, t, report: Report, reuse: bool) -> None:
-    console.print(f"{len(t.raw)} aten calls, {len(t.storages)} storages", soft_wrap=True)
+    data = report.data
+    console.print(f"{data['aten_calls']} aten calls, {data['storages']} storages",
+                  soft_wrap=True)
     for line in report.text_lines():
         console.print(line, soft_wrap=True)
-    for op in t.ops:
-        if op.failed:
-            console.print(f"failed: {op.name} at {op.line}: {op.error}", soft_wrap=True)
-        if op.untracked:
-            console.print(f"not recorded (its tensors are not plain strided memory): "
-                          f"{op.name} at {op.line}: {op.untracked}", soft_wrap=True)
+    for op in data["failed"]:
+        console.print(f"failed: {op['op']} at {op['line']}: {op['error']}", soft_wrap=True)
+    for op in data["untracked"]:
+        console.print(f"not recorded (its tensors are not plain strided memory): "
+                      f"{op['op']} at {op['line']}: {op['why']}", soft_wrap=True)
     if reuse:
         for f in t.reuse():
             console.print(f"memory reuse: {f.describe()} at {' -> '.join(f.lines)}",
                           soft_wrap=True)
     console.print(report.summary(), soft_wrap=True)
-
-

@@ -63,7 +63,9 @@ def _print_exception(exc: BaseException) -> None:
 def run_target(target: str, argv: list, tracer, module: bool = False,
                stdout_to_stderr: bool = False) -> int:
     """Run ``target`` (a script path, or a module name when ``module``) with ``argv``
-    inside ``tracer`` (entered and left here); returns the exit status the program would
+    inside ``tracer`` (entered and left here; a tracer that must see the program's own code,
+    as one rewriting it at import does, may bring ``run_path``/``run_module`` with runpy's
+    signatures, used instead of runpy's); returns the exit status the program would
     have had: 0, its ``SystemExit`` code, 1 after an uncaught exception (its traceback on
     stderr), 130 after Ctrl-C. ``stdout_to_stderr`` sends the program's prints to stderr
     (when stdout carries a machine-readable report)."""
@@ -82,9 +84,11 @@ def run_target(target: str, argv: list, tracer, module: bool = False,
             try:
                 with tracer:
                     if module:
-                        runpy.run_module(target, run_name="__main__", alter_sys=True)
+                        run = getattr(tracer, "run_module", None) or runpy.run_module
+                        run(target, run_name="__main__", alter_sys=True)
                     else:
-                        runpy.run_path(target, run_name="__main__")
+                        run = getattr(tracer, "run_path", None) or runpy.run_path
+                        run(target, run_name="__main__")
             except SystemExit as exc:
                 status = exit_status(exc.code)
             except KeyboardInterrupt as exc:
