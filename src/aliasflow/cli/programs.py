@@ -149,14 +149,17 @@ def analyze_cmd(
         fmt_name, policy = settings(fmt, as_json, select, ignore, fail_on)
         program = _load(file)
         start = time.perf_counter()
-        with _budget(max_work), _progress("analysing", len(program.ops)) as progress:
-            graph = analyze(program.ops, complete=complete, progress=progress)
-        seconds = time.perf_counter() - start
+        with _budget(max_work):
+            with _progress("analysing", len(program.ops)) as progress:
+                graph = analyze(program.ops, complete=complete, progress=progress)
+            seconds = time.perf_counter() - start
+            implicit = [d for d in graph.dependencies if d.implicit]
+            lines = op_lines(file) if implicit and fmt_name != "text" else {}
+            # the text shows the graph, so its findings are not counted (counting is work)
+            items = [dependency_item(d, "order", file, lines, counted=fmt_name != "text")
+                     for d in implicit]
         if dot is not None:
             dot.write_text(graph.to_dot())
-        implicit = [d for d in graph.dependencies if d.implicit]
-        lines = op_lines(file) if implicit else {}
-        items = [dependency_item(d, "order", file, lines) for d in implicit]
         data = {}
         if fmt_name == "json":
             data = graph.to_json(elements=elements)
@@ -347,13 +350,14 @@ def races(file: Path = FILE,
         edges = _pairs(edge, ":", "--edge")
         start = time.perf_counter()
         # quadratic at worst: a bar from a few hundred ops on
-        with _budget(max_work), \
-                _progress("checking races", len(program.ops), minimum=200) as progress:
-            found = find_races(program.ops, streams=streams, edges=edges, progress=progress)
-        seconds = time.perf_counter() - start
-        lines = op_lines(file) if found else {}
-        items = [dependency_item(d, "race", file, lines, elements and fmt_name == "json")
-                 for d in found]
+        with _budget(max_work):
+            with _progress("checking races", len(program.ops), minimum=200) as progress:
+                found = find_races(program.ops, streams=streams, edges=edges,
+                                   progress=progress)
+            seconds = time.perf_counter() - start
+            lines = op_lines(file) if found and fmt_name != "text" else {}
+            items = [dependency_item(d, "race", file, lines, elements and fmt_name == "json",
+                                     counted=fmt_name != "text") for d in found]
         by_item = {id(i): d for i, d in zip(items, found)}
         report = Report("races", items, policy, {},
                         {"races": seconds} if timings else None)

@@ -69,14 +69,16 @@ def _count(dep) -> int | None:
 
 
 def dependency_item(dep, severity: str, path: Path, lines: dict[str, int],
-                    elements: bool = False) -> Item:
+                    elements: bool = False, counted: bool = True) -> Item:
     """An implicit dependency (``severity`` ``order``) or a race (``race``) between two ops
-    of the program file ``path``, placed at the later op's entry, the earlier one related."""
-    count = _count(dep)
+    of the program file ``path``, placed at the later op's entry, the earlier one related.
+    ``counted=False`` leaves the shared elements uncounted (``count`` None)."""
+    count = _count(dep) if counted else None
     how = f"{dep.src_view} / {dep.dst_view}" if dep.implicit else dep.src_view
-    what = f"{count} element(s)" if count is not None else "(too many elements to count)"
+    what = ", " + (f"{count} element(s)" if count is not None else
+                   "(too many elements to count)") if counted else ""
     message = (f"{dep.src} -> {dep.dst}: {'unordered ' if severity == 'race' else ''}"
-               f"{dep.kind} through {how}, {what} of {dep.tensor}")
+               f"{dep.kind} through {how}{what} of {dep.tensor}")
     places = [Place(str(path), lines.get(dep.dst)), Place(str(path), lines.get(dep.src))]
     record = {"severity": severity, "kind": dep.kind if severity != "race" else "race",
               "conflict": dep.kind, "ops": [dep.src, dep.dst],
