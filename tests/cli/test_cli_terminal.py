@@ -124,7 +124,8 @@ def test_packaging_metadata():
                for c in project["classifiers"])
     assert project["optional-dependencies"]["torch"] == ["torch==2.13.0"]
     assert project["scripts"]["aliasflow"] == "aliasflow.cli:main"
-    assert project["entry-points"]["pytest11"] == {"aliasflow": "aliasflow.pytest_plugin"}
+    assert project["entry-points"]["pytest11"] == {
+        "aliasflow.pytest_plugin": "aliasflow.pytest_plugin"}
     assert (ROOT / "src" / "aliasflow" / "py.typed").is_file()
 
 

@@ -2,16 +2,14 @@
 overlap and passes a clean one; it is inert without the flag; thresholds, selection,
 comments, ``[tool.aliasflow]``, the ``aliasflow_off`` marker and the ``aliasflow_trace``
 fixture."""
-from importlib.metadata import entry_points
-
 import pytest
 
 pytest.importorskip("torch")
 pytest_plugins = ["pytester"]
 
-# installed (pip install -e .), the entry point loads the plugin; from a bare checkout, -p does
-INSTALLED = any(ep.value == "aliasflow.pytest_plugin" for ep in entry_points(group="pytest11"))
-LOAD = [] if INSTALLED else ["-p", "aliasflow.pytest_plugin"]
+# installed (pip install -e .), the entry point loads the plugin; from a bare checkout, -p
+# does; both at once load it once (the entry point is named as the module)
+LOAD = ["-p", "aliasflow.pytest_plugin"]
 
 SUITE = '''
 import torch
@@ -123,3 +121,20 @@ def test_clean_with_the_fixture(aliasflow_trace):
 def test_the_fixture_leaves_the_verdict_to_the_test(pytester, flag):
     pytester.makepyfile(test_fixture=FIXTURE)
     run(pytester, *flag).assert_outcomes(passed=2)
+
+
+def test_the_entry_point_and_p_together_load_it_once(pytester):
+    """As in an installed checkout: the pyproject's entry point, and -p on top of it."""
+    import tomllib
+    from repo import ROOT
+    entry = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    dist = pytester.mkdir("site") / "aliasflow_entry-0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: aliasflow-entry\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text(
+        "[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in entry["pytest11"].items()))
+    pytester.syspathinsert(dist.parent)
+    pytester.makepyfile(test_entry=SUITE)
+    run(pytester, "--aliasflow").assert_outcomes(passed=1, failed=1)          # -p and entry
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--aliasflow")
+    result.assert_outcomes(passed=1, failed=1)                                # entry alone
