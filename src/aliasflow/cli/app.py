@@ -143,8 +143,7 @@ def compiled_core() -> str:
 
 def _show_version(value: bool) -> None:
     if value:
-        sys.stdout.write(f"aliasflow {__version__} (Python {sys.version.split()[0]}; "
-                         f"compiled core: {compiled_core()})\n")
+        sys.stdout.write(f"aliasflow {__version__} (compiled core: {compiled_core()})\n")
         raise typer.Exit()
 
 

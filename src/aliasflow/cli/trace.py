@@ -20,7 +20,7 @@ from .app import (EXIT_CLEAN, EXIT_ERROR, FORMAT, IGNORE, JSON, SELECT, TIMINGS,
                                         "ignore_unknown_options": True})
 def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
                                            help="Python script to run (a module with -m)."),
-              args: Optional[list[str]] = typer.Argument(None, metavar="[ARGS]...",
+              args: Optional[list[str]] = typer.Argument(None, metavar="ARGS",
                                                          help="The program's own arguments."),
               module: bool = typer.Option(False, "-m", help="SCRIPT is a module, run as "
                                                             "python -m runs it."),
