@@ -52,7 +52,7 @@ def grid(program: Program, tensor_name: str, width: int | None = None) -> Group 
         if len(blocks) > 1:
             parts.append(Text(f"columns {first}-{last - 1} of {cols} (folded to fit "
                               f"{width} characters)", style="italic"))
-        table = Table(show_header=False, show_lines=True, pad_edge=False)
+        table = Table(show_header=False, show_lines=True)
         for _ in range(first, last):
             table.add_column(justify="center", min_width=GRID_CELL)
         for r in range(rows):
