@@ -31,13 +31,19 @@ from .execution.runner import run
 from .execution.interpreter import OpRefused
 from .solver import UndecidedOverlapWarning, WorkBudget
 from .analysis.budget import work_budget
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def compute_view_footprint(view: TensorView) -> list[int]:
     """Sorted storage elements that ``view`` touches (the seed's function; NumPy inside)."""
     return view.footprint().tolist()
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext aliasflow`` in IPython or Jupyter: the ``%%aliasflow`` cell magic (see
+    :mod:`aliasflow.notebook`)."""
+    from .notebook import load_ipython_extension as load
+    load(ipython)
 
 
 def __getattr__(name: str):

@@ -296,7 +296,7 @@ def test_cli_plan_and_local_run(tmp_path):
                 ["run", str(path), "--backend", "mpi"],
                 ["run", str(path), "--block-bytes", "huge"]):
         res = runner.invoke(app, bad)
-        assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
+        assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
         assert "error:" in res.output and "Traceback" not in res.output
     a, b = tmp_path / "a.npz", tmp_path / "b.npz"
     assert runner.invoke(app, ["run", str(path), "--save", str(a)]).exit_code == 0

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 
 from ...analysis.overlap import check_memory_overlap, has_internal_overlap, overlap
+from ...core.record import Access, OpRecord
 from .memory import byte_footprint, element_starts, may_overlap_internally, no_gc
 
 RANK = {"in-op-overlap": 0, "self-overlap-write": 1, "RAW": 2, "WAW": 3, "WAR": 4}
@@ -96,6 +96,10 @@ class Finding:
 
     def __repr__(self) -> str:
         return f"Finding({self.describe()})"
+
+    def _repr_html_(self) -> str:
+        from ...reporting.html import finding_html
+        return finding_html(self)
 
 
 def _grid(ref, byte_addresses: np.ndarray) -> np.ndarray:
@@ -266,7 +270,8 @@ def _candidates(live, want_reuse):
         outs = [a.view for a in op.accesses if a.mode == "W" and a.view is not None
                 and group.get(a.ref.gen.id, a.ref.gen.id) in several]
         if ins or outs:
-            out.append(SimpleNamespace(name=op.name, input_views=ins, output_views=outs))
+            out.append(OpRecord(op.name, op.aten, [Access(k, "R", v) for k, v in enumerate(ins)]
+                                + [Access(len(ins) + k, "W", v) for k, v in enumerate(outs)]))
     return out
 
 

@@ -387,6 +387,11 @@ class Trace:
     def __repr__(self) -> str:
         return f"Trace({len(self.raw)} aten calls, {len(self.storages)} storages)"
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows a trace as a table of its findings."""
+        from ...reporting.html import trace_html
+        return trace_html(self)
+
 
 def trace(values: bool = True, pause_gc: bool = True) -> Trace:
     """Trace the PyTorch program run inside ``with af.trace() as t:`` (see :class:`Trace`)."""
