@@ -43,13 +43,21 @@ HOST = "host"
 """The stream id of ops that run on the host itself (in order with the host's waits)."""
 
 
+def _hashable(x, what: str):
+    try:
+        hash(x)
+    except TypeError:
+        raise AliasflowError(f"{what} id must be hashable, got {x!r}") from None
+    return x
+
+
 class _Lifetime:
     __slots__ = ("stream", "start", "end", "recorded", "released")
 
     def __init__(self, stream: int, start: int):
         self.stream = stream      # index of the stream it was allocated on
-        self.start = start        # ops issued before it was allocated
-        self.end = None           # ops issued before it was freed (None: alive)
+        self.start = start        # allocator tick when it was allocated
+        self.end = None           # allocator tick when it was freed (None: alive)
         self.recorded = set()     # stream indices given by record_stream
         self.released = None      # clock the allocator waits for before reusing it
 
@@ -82,16 +90,17 @@ class StreamClocks:
         self.op_seq: list[int] = []             # per op: its position on its stream, from 1
         self.op_clock: list[tuple] = []         # per op: ops of each stream it is after
         self._blocks: dict = {}                 # block id -> _Lifetime
+        self._tick = 0                          # counts allocations and frees
 
     # ---- streams and ops ----------------------------------------------------------------
     def stream_index(self, stream: Hashable) -> int:
         """The index of ``stream`` (made on first use)."""
-        k = self._index.get(stream)
+        try:
+            k = self._index.get(stream)
+        except TypeError:
+            raise AliasflowError(f"a stream id must be hashable, got {stream!r}") from None
         if k is None:
-            try:
-                k = self._index[stream] = len(self.streams)
-            except TypeError:
-                raise AliasflowError(f"a stream id must be hashable, got {stream!r}") from None
+            k = self._index[stream] = len(self.streams)
             self.streams.append(stream)
             self._known.append([])
             self._base.append(None)
@@ -164,7 +173,7 @@ class StreamClocks:
 
     def _now(self, k: int) -> list[int]:
         """Stream ``k``'s clock as of now: what it is after, and its own ops so far."""
-        clock = list(self._known[k])
+        clock = list(self._host if self.streams[k] == HOST else self._known[k])
         self._set(clock, k, self._seq[k])
         # (what the host waited for since k's last op is left out: every op issued from
         # now on, on any stream, follows it anyway)
@@ -173,27 +182,32 @@ class StreamClocks:
     # ---- events -------------------------------------------------------------------------
     def create_event(self, event: Hashable) -> None:
         """A new event (or one re-created under a reused id): it holds nothing."""
-        self._events[event] = None
+        self._events[_hashable(event, "an event")] = None
 
     def delete_event(self, event: Hashable) -> None:
-        self._events.pop(event, None)
+        self._events.pop(_hashable(event, "an event"), None)
 
     def record(self, event: Hashable, stream: Hashable) -> None:
         """``event`` now stands for everything issued to ``stream`` so far."""
-        self._events[event] = tuple(self._now(self.stream_index(stream)))
+        self._events[_hashable(event, "an event")] = tuple(self._now(self.stream_index(stream)))
 
     def wait(self, stream: Hashable, event: Hashable) -> None:
         """Ops issued to ``stream`` from now on follow what ``event`` stood for when it was
-        last recorded (nothing, if it never was)."""
-        k = self.stream_index(stream)
-        recorded = self._events.get(event)
+        last recorded (nothing, if it never was). For :data:`HOST`, a host wait."""
+        recorded = self._events.get(_hashable(event, "an event"))
         if recorded is not None:
-            self._join(k, recorded)
+            self._wait_for(stream, recorded)
 
     def wait_stream(self, stream: Hashable, other: Hashable) -> None:
         """Ops issued to ``stream`` from now on follow everything issued to ``other`` so far."""
-        k = self.stream_index(stream)
-        self._join(k, self._now(self.stream_index(other)))
+        self._wait_for(stream, self._now(self.stream_index(other)))
+
+    def _wait_for(self, stream, clock) -> None:
+        if stream == HOST:   # the host's clock is the host stream's
+            self.stream_index(stream)
+            self._host_join(clock)
+        else:
+            self._join(self.stream_index(stream), clock)
 
     # ---- the host -----------------------------------------------------------------------
     def _host_join(self, clock) -> None:
@@ -209,7 +223,7 @@ class StreamClocks:
 
     def synchronize_event(self, event: Hashable) -> None:
         """The host waits for ``event`` (nothing, if it was never recorded)."""
-        recorded = self._events.get(event)
+        recorded = self._events.get(_hashable(event, "an event"))
         if recorded is not None:
             self._host_join(recorded)
 
@@ -221,23 +235,26 @@ class StreamClocks:
     # ---- memory blocks ------------------------------------------------------------------
     def alloc(self, block: Hashable, stream: Hashable) -> None:
         """A lifetime of memory begins, allocated on ``stream`` (before the next op)."""
-        self._blocks[block] = _Lifetime(self.stream_index(stream), len(self.op_stream))
+        self._tick += 1
+        life = _Lifetime(self.stream_index(stream), self._tick)
+        self._blocks[_hashable(block, "a block")] = life
 
     def record_stream(self, block: Hashable, stream: Hashable) -> None:
         """The block is in use on ``stream`` too (``Tensor.record_stream``)."""
-        life = self._blocks.get(block)
+        life = self._blocks.get(_hashable(block, "a block"))
         if life is None:
             raise AliasflowError(f"record_stream: no allocated block {block!r}")
         life.recorded.add(self.stream_index(stream))
 
     def free(self, block: Hashable) -> None:
         """The lifetime ends (the host frees it, before the next op)."""
-        life = self._blocks.get(block)
+        life = self._blocks.get(_hashable(block, "a block"))
         if life is None:
             raise AliasflowError(f"free: no allocated block {block!r}")
         if life.end is not None:
             return
-        life.end = len(self.op_stream)
+        self._tick += 1
+        life.end = self._tick
         released: list[int] = []
         for k in life.recorded:
             for s, n in enumerate(self._now(k)):
