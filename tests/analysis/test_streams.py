@@ -69,6 +69,8 @@ def test_happens_before_equals_transitive_closure(schedule):
     for j in range(n):
         for i in range(n):
             assert clocks.happens_before(i, j) == (i < j and graph.before(i, j)), (i, j)
+    assert clocks.horizon() == [max([j for j in range(i + 1, n) if not graph.before(i, j)],
+                                    default=i) for i in range(n)]
 
 
 # ---- programs: ops with accesses through views of two tensors ----------------------------

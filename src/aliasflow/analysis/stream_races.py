@@ -17,9 +17,15 @@ races with ``j``, by walking down from ``N``; and if ``N`` is ordered before ``j
 its cells, or the allocator orders the lifetimes) so is everything under it. Repeated work on
 the same tensors, on one stream or synchronised across streams, keeps one record per
 tensor and stream in the index, whatever the trace's length.
+
+And a record leaves the index for good once every op issued from then on, on the streams
+that ever touch its memory group, follows its op (:meth:`~.streams.StreamClocks.horizon`):
+memory handed out again and again (a new lifetime each time, which shadowing keeps apart)
+costs nothing once the streams that use it have synchronised, whatever other streams do.
 """
 from __future__ import annotations
 
+from heapq import heappop, heappush
 from typing import NamedTuple
 
 from .. import solver
@@ -44,12 +50,14 @@ class StreamRace(NamedTuple):
 
 
 class _Record:
-    __slots__ = ("op", "mode", "low", "high", "dense", "layout", "view", "key", "under")
+    __slots__ = ("op", "mode", "low", "high", "dense", "layout", "view", "key", "under",
+                 "index")
 
     def __init__(self, op, mode, low, high, dense, layout, view, key):
         self.op, self.mode, self.low, self.high = op, mode, low, high
         self.dense, self.layout, self.view, self.key = dense, layout, view, key
         self.under = None   # records this one shadows
+        self.index = None   # the ExtentIndex holding it (None: shadowed or expired)
 
 
 def find_stream_races(ops, clocks, *, lifetime=None, progress=None) -> list[StreamRace]:
@@ -91,9 +99,20 @@ def find_stream_races(ops, clocks, *, lifetime=None, progress=None) -> list[Stre
     op_stream, op_seq, op_clock = clocks.op_stream, clocks.op_seq, clocks.op_clock
     reuse_ordered = clocks.reuse_ordered
     intersects = solver.intersects
+    last = clocks.last_unordered()
+    group_streams: dict = {}
+    for row in rows:
+        group_streams.setdefault(row[2], set()).add(op_stream[row[0]])
+    horizons = {}   # streams touching a group -> per op, the last op there not after it
+    expiry: list = []      # (horizon, tie, record): records leave the index past their horizon
     memories: dict = {}    # group -> (reads index, writes index)
     races: list[StreamRace] = []
     for j in range(len(ops)):
+        while expiry and expiry[0][0] < j:
+            rec = heappop(expiry)[2]
+            if rec.index is not None:
+                rec.index.remove(rec, rec.low, rec.high)
+                rec.index = None
         sj, cj = op_stream[j], op_clock[j]
         ncj = len(cj)
         found: dict = {}
@@ -131,9 +150,16 @@ def find_stream_races(ops, clocks, *, lifetime=None, progress=None) -> list[Stre
                     entry[3].add(kind)
                 if rec.under:
                     stack.extend(rec.under)
-            pending.append((indexes, _Record(j, mode, low, high, dense, layout, view, key)))
-        for indexes, new in pending:   # an op never races with itself
-            _insert(indexes, new, op_stream, op_seq, op_clock)
+            pending.append((group, indexes,
+                            _Record(j, mode, low, high, dense, layout, view, key)))
+        for group, indexes, new in pending:   # an op never races with itself
+            touching = frozenset(group_streams[group])
+            h = horizons.get(touching)
+            if h is None:
+                h = horizons[touching] = [max(k) for k in zip(*(last[t] for t in touching))]
+            if h[j] > j:
+                _insert(indexes, new, op_stream, op_seq, op_clock)
+                heappush(expiry, (h[j], id(new), new))
         for i, vi, vj, kinds in sorted(found.values(), key=lambda e: e[0]):
             races.append(StreamRace(i, j, vi, vj, tuple(k for k in KIND_ORDER if k in kinds)))
         if progress is not None and j % PROGRESS_STEP == PROGRESS_STEP - 1:
@@ -167,6 +193,8 @@ def _insert(indexes, new: _Record, op_stream, op_seq, op_clock) -> None:
                 under.append((index, rec))
     for index, rec in under:
         index.remove(rec, rec.low, rec.high)
+        rec.index = None
     if under:
         new.under = [rec for _, rec in under]
-    (reads if new.mode == READ else writes).add(new, new.low, new.high)
+    new.index = reads if new.mode == READ else writes
+    new.index.add(new, new.low, new.high)

@@ -147,6 +147,45 @@ class StreamClocks:
         clock = self.op_clock[j]
         return si < len(clock) and clock[si] >= self.op_seq[i]
 
+    def horizon(self, streams=None) -> list[int]:
+        """Per op ``i``: the position of the last op issued after it that does not follow it
+        (``i`` itself if every later op follows it); only ops on ``streams`` (stream indices)
+        count, if given. Nothing after the horizon can race with ``i``."""
+        out = list(range(len(self.op_stream)))
+        for t, last in enumerate(self.last_unordered()):
+            if streams is None or t in streams:
+                for i, k in enumerate(last):
+                    if k > out[i]:
+                        out[i] = k
+        return out
+
+    def last_unordered(self) -> list[list[int]]:
+        """Per stream ``t``, per op ``i``: the position of the last op on ``t`` issued after
+        ``i`` that does not follow it (-1 if none). Ops along a stream see ever more of every
+        other stream, so one sweep per pair of streams finds them all."""
+        n = len(self.op_stream)
+        on: list[list[int]] = [[] for _ in self.streams]
+        for j, s in enumerate(self.op_stream):
+            on[s].append(j)
+        out = [[-1] * n for _ in self.streams]
+        seqs, clocks = self.op_seq, self.op_clock
+        for t, theirs in enumerate(on):
+            last = out[t]
+            for s, mine in enumerate(on):
+                if t == s or not theirs or not mine:
+                    continue
+                k, m = 0, len(theirs)
+                for i in mine:
+                    seq = seqs[i]
+                    while k < m:
+                        clock = clocks[theirs[k]]
+                        if s < len(clock) and clock[s] >= seq:
+                            break
+                        k += 1
+                    if k and theirs[k - 1] > i:
+                        last[i] = theirs[k - 1]
+        return out
+
     def ordered(self, i: int, j: int) -> bool:
         """Is one of ops ``i`` and ``j`` ordered before the other?"""
         return self.happens_before(i, j) if i < j else self.happens_before(j, i)

@@ -25,6 +25,8 @@ from ...analysis.streams import StreamClocks
 from .memory import no_gc
 from .streams import CUDA_DEFAULT, DEFAULT
 
+_PAGE = 20   # live generations are indexed by the 1 MiB pages they touch
+
 _HINT = ("order the two ops: make the second op's stream wait for the first's "
          "(stream.wait_stream(other), or event = other.record_event(); "
          "stream.wait_event(event)), or synchronize before issuing the second")
@@ -137,15 +139,20 @@ def clocks_of(trace):
     for g in trace.storages:
         born.setdefault(g.creator if g.creator is not None else g.first_op, []).append(g)
     at: dict[int, list] = {}          # address -> generations allocated so far, oldest first
-    allocated: set[int] = set()
+    alive: dict[int, dict] = {}       # page -> generations allocated and not freed there
     entries = log.entries
     e = 0
+
+    def free(g):
+        clocks.free(g.id)
+        for page in _pages(g):
+            alive.get(page, {}).pop(g.id, None)
 
     def apply(entry):
         action, args = entry[1], entry[2:]
         if action == "free_ptr":
             for g in at.get(args[0], ()):
-                clocks.free(g.id)
+                free(g)
         elif action == "record_stream":
             live = at.get(args[0])
             if live:
@@ -160,21 +167,27 @@ def clocks_of(trace):
             apply(entries[e])
             e += 1
         for g in born.get(index, ()):
-            for old in trace._near(g):    # memory handed out again: the old lifetime is over
-                if old.id in allocated and old.address < g.end and g.address < old.end \
-                        and g.reuses(old):
-                    clocks.free(old.id)
+            # memory handed out again: the lifetimes it held are over
+            near = {old.id: old for page in _pages(g) for old in alive.get(page, {}).values()}
+            for old in near.values():
+                if old.address < g.end and g.address < old.end and g.reuses(old):
+                    free(old)
             if g.creator is not None:
                 where = _stream(raw)
             else:
                 where = CUDA_DEFAULT if _stream(raw).startswith("cuda:") else DEFAULT
             clocks.alloc(g.id, where)
-            allocated.add(g.id)
             at.setdefault(g.address, []).append(g)
+            for page in _pages(g):
+                alive.setdefault(page, {})[g.id] = g
         clocks.issue(_stream(raw))
     for entry in entries[e:]:
         apply(entry)
     return clocks
+
+
+def _pages(g):
+    return range(g.address >> _PAGE, ((g.address + max(g.nbytes, 1) - 1) >> _PAGE) + 1)
 
 
 _ACTIONS = {"record": "record", "wait": "wait", "wait_stream": "wait_stream",
