@@ -326,3 +326,61 @@ def test_random_programs_equal_brute_force(steps):
         assert key not in got
         got[key] = [set(r.kinds), r.count]
     assert got == want
+
+
+def test_the_docs_example_says_what_the_docs_say():
+    from pathlib import Path
+    import contextlib
+    import io
+    import re
+    doc = Path(__file__).resolve().parents[3] / "docs" / "streams.md"
+    code = re.search(r"```python\n(.*?)```", doc.read_text(), re.S).group(1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(doc), "exec"), {})
+    (line,) = out.getvalue().splitlines()
+    lines = code.splitlines()
+    at = [f"{doc}:{k + 1}" for k, ln in enumerate(lines)
+          if ln.strip().startswith(("y = x", "z = y"))]
+    assert line.startswith(f"RAW ['side', 'default'] {at}")
+    assert line.endswith("8 [0, 1, 2, 3, 4, 5, 6, 7]")
+    fixed = code.replace("    z = y + 1", "    t.default_stream.wait_stream(side)\n    z = y + 1")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(fixed, str(doc), "exec"), {})
+    assert out.getvalue() == ""
+
+
+def test_the_gpu_script_skips_cleanly_without_cuda():
+    import subprocess
+    import sys
+    from pathlib import Path
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is here: the script runs for real (examples/gpu_streams_check.py)")
+    script = Path(__file__).resolve().parents[3] / "examples" / "gpu_streams_check.py"
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "CUDA is not available" in proc.stdout, proc.stderr
+
+
+def test_streams_make_no_reference_cycle():
+    """The streams' log holds its streams weakly (a stream holds its log), so it and the op
+    list it refers to go as soon as nothing holds them, without the cyclic collector."""
+    import gc
+    import weakref
+    x = torch.zeros(1000)
+    gc.disable()
+    try:
+        with af.trace() as t:
+            side = t.stream("side")
+            with side:
+                x.add_(1)
+            side.record_event().wait(t.default_stream)
+            x.mul_(2)
+        assert t.races() == [] and t.current_stream is t.default_stream
+        log = weakref.ref(t._streams)
+        del side
+        t._streams = None
+        assert log() is None
+    finally:
+        gc.enable()

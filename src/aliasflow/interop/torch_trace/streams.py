@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
+import weakref
 
 import torch
 
@@ -50,7 +52,7 @@ _record_stream = torch.ops.aten.record_stream.default
 class Stream:
     """A stream of a trace (``t.stream(name)``, ``t.default_stream``)."""
 
-    __slots__ = ("name", "_log")
+    __slots__ = ("name", "_log", "__weakref__")
 
     def __init__(self, name: str, log: "StreamLog"):
         self.name = name
@@ -121,11 +123,13 @@ class StreamLog:
     """Per trace: the CPU streams and events, the synchronisation log (``entries``: ``(ops
     issued before it, action, *args)``), the issuing stacks, and CUDA recording."""
 
-    def __init__(self, trace):
-        self.trace = trace
+    def __init__(self, raw: list):
+        self._raw = raw                    # the trace's op list (its length: ops issued)
+        self.region: str | None = None     # the innermost region's stream (None: default)
         self.entries: list[tuple] = []
-        self.streams: dict[str, Stream] = {}
-        self.default = Stream(DEFAULT, self)
+        # held weakly (a stream holds its log): a stream nobody holds is made again on demand,
+        # and a dropped trace is freed at once, with the values it copied
+        self._by_name = weakref.WeakValueDictionary()
         self._regions: list[Stream] = []   # the `with` regions entered, innermost last
         self._events = 0
         self.vocabulary = False            # the program made CPU streams or events
@@ -144,10 +148,17 @@ class StreamLog:
                                  f"'default' and 'host', not starting with 'cuda:' (the "
                                  f"default stream is trace.default_stream), got {name!r}")
         self.use()
-        s = self.streams.get(name)
+        return self._stream(name)
+
+    def _stream(self, name: str) -> Stream:
+        s = self._by_name.get(name)
         if s is None:
-            s = self.streams[name] = Stream(name, self)
+            s = self._by_name[name] = Stream(name, self)
         return s
+
+    @property
+    def default(self) -> Stream:
+        return self._stream(DEFAULT)
 
     def event(self) -> Event:
         self.use()
@@ -169,12 +180,12 @@ class StreamLog:
 
     def add(self, action: str, *args) -> None:
         self.use()
-        self.entries.append((len(self.trace.raw), action, *args))
+        self.entries.append((len(self._raw), action, *args))
 
     def enter(self, stream: Stream) -> None:
         self.use()
         self._regions.append(stream)
-        self.trace._stream = None if stream is self.default else stream.name
+        self.region = None if stream.name == DEFAULT else stream.name
 
     def exit(self, stream: Stream) -> None:
         if not self._regions or self._regions[-1] is not stream:
@@ -182,7 +193,7 @@ class StreamLog:
                                  f"region")
         self._regions.pop()
         current = self.current
-        self.trace._stream = None if current is self.default else current.name
+        self.region = None if current.name == DEFAULT else current.name
 
     # ---- per op -------------------------------------------------------------------------
     def issued(self, raw, func, args, kwargs) -> bool:
@@ -192,14 +203,18 @@ class StreamLog:
         cuda = self.cuda
         if cuda is None:
             return False
-        if func is _record_stream:
-            self._record_stream(args, kwargs)
-            return True
-        device = cuda.device_of(args, kwargs)
-        if device is not None:
-            raw.stream = cuda_stream_name(cuda.current_stream(device))
-        elif raw.stream is None and not self.vocabulary:
-            raw.stream = HOST
+        try:
+            if func is _record_stream:
+                self._record_stream(args, kwargs)
+                return True
+            device = cuda.device_of(args, kwargs)
+            if device is not None:
+                raw.stream = cuda_stream_name(cuda.current_stream(device))
+            elif raw.stream is None and not self.vocabulary:
+                raw.stream = HOST
+        except Exception as exc:  # noqa: BLE001 - never break the user's program
+            _warn_once(f"aliasflow could not tell the CUDA stream of {func}: "
+                       f"{type(exc).__name__}: {exc}; it is left on the default stream")
         return False
 
     def _record_stream(self, args, kwargs) -> None:
@@ -215,11 +230,17 @@ class StreamLog:
     # ---- CUDA ---------------------------------------------------------------------------
     def start(self) -> None:
         """At the trace's start: record CUDA if PyTorch has it."""
-        if _cuda_available():
-            self.cuda = CudaRecorder()
-            self.active = True
+        try:
+            if not _cuda_available():
+                return
             _install()
-            _ACTIVE.append(self)
+        except Exception as exc:  # noqa: BLE001 - never break the user's program
+            _warn_once(f"aliasflow cannot record CUDA streams here: {type(exc).__name__}: "
+                       f"{exc}; races on the device are not checked")
+            return
+        self.cuda = CudaRecorder()
+        self.active = True
+        _ACTIVE.append(self)
 
     def stop(self) -> None:
         if self in _ACTIVE:
@@ -228,7 +249,16 @@ class StreamLog:
 
     def gpu(self, action: str, *args) -> None:
         """A GPU trace callback (ids as PyTorch gives them)."""
-        self.entries.append((len(self.trace.raw), action, *args))
+        self.entries.append((len(self._raw), action, *args))
+
+
+_WARNED: set = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def cuda_stream_name(handle: int) -> str:

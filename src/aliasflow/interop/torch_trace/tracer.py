@@ -90,8 +90,7 @@ class Trace:
         self._weak: list = []   # StorageImpl addresses we hold weak references to
         weakref.finalize(self, _free_weak_refs, self._weak)
         self._pages: dict[int, list] = {}     # address >> _PAGE -> generations there
-        self._stream = None                   # the CPU stream region's stream (None: default)
-        self._streams = StreamLog(self)       # streams, events, synchronisation (streams.py)
+        self._streams = StreamLog(self.raw)   # streams, events, synchronisation (streams.py)
         self._mode = None
         self._ops = None
         self._internal: dict[str, bool] = {}
@@ -101,10 +100,10 @@ class Trace:
     def __enter__(self):
         if self.running:
             raise AliasflowError("this trace is already running")
+        self._streams.start()
         self._mode = _Mode(self)
         self._mode.__enter__()
         self.running = True
-        self._streams.start()
         if self.pause_gc:
             self._gc_was_enabled = gc.isenabled()
             gc.disable()
@@ -220,7 +219,7 @@ class Trace:
         spec = op_spec(func)
         index = len(self.raw)
         raw = Raw(index, func, spec)
-        raw.stream = self._stream
+        raw.stream = self._streams.region
         raw.where = self._where()
         self.raw.append(raw)
         self._ops = None
