@@ -384,3 +384,22 @@ def test_streams_make_no_reference_cycle():
         assert log() is None
     finally:
         gc.enable()
+
+
+def test_races_follow_synchronisation_added_later():
+    x = torch.zeros(4)
+    with af.trace() as t:
+        with t.stream("side"):
+            x.add_(1)
+        t.synchronize()
+    assert t.races() == []
+    with af.trace() as t:
+        with t.stream("side"):
+            x.add_(1)
+        assert t.races() == []          # one op: nothing to race with yet
+        x.mul_(2)
+        assert len(t.races()) == 1
+        t.synchronize()                 # orders nothing issued before it
+        assert len(t.races()) == 1
+        x.sub_(1)
+    assert len(t.races()) == 1

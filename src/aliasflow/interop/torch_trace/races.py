@@ -198,13 +198,14 @@ _ACTIONS = {"record": "record", "wait": "wait", "wait_stream": "wait_stream",
 
 def races(trace) -> list[Race]:
     """The trace's races, ordered by the later op, then the earlier one (computed once per
-    trace length)."""
+    trace length and synchronisation log length)."""
+    key = (len(trace.raw), len(trace._streams.entries))
     cached = getattr(trace, "_races", None)
-    if cached is not None and cached[0] == len(trace.raw):
+    if cached is not None and cached[0] == key:
         return cached[1]
     with no_gc():
         out = _races(trace)
-    trace._races = (len(trace.raw), out)
+    trace._races = (key, out)
     return out
 
 
