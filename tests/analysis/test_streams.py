@@ -286,3 +286,16 @@ def test_shadowing_stays_inside_one_lifetime():
     want = brute_races(accesses, graph, lifetimes)
     assert want == {(0, 2, "v0", "v2", ("WAW",))}
     assert found(ops, clocks, lifetime=lambda v: life.get(id(v))) == want
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None)
+@given(programs(max_steps=40))
+def test_races_equal_brute_force_long_programs(program):
+    """The same check as test_races_equal_brute_force on longer programs, many more of them."""
+    schedule, ops, accesses = program
+    clocks, graph = run(schedule)
+    assert found(ops, clocks) == brute_races(accesses, graph)
+    n = len(clocks)
+    assert clocks.horizon() == [max([j for j in range(i + 1, n) if not graph.before(i, j)],
+                                    default=i) for i in range(n)]
