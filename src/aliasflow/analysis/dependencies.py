@@ -15,10 +15,11 @@ no transitive reduction is needed afterwards.
 """
 from __future__ import annotations
 
-import gc
+from operator import attrgetter
 from typing import NamedTuple
 
 
+from ..core.gcpause import paused_gc
 from ..core.program import as_records
 from ..core.view import TensorView
 from .. import solver
@@ -291,6 +292,9 @@ def _reference(ops, table, progress, retire: bool, prune) -> list[Dependency]:
     return deps
 
 
+_after = attrgetter("after")
+
+
 def _first(item: tuple):
     return item[0]
 
@@ -337,21 +341,18 @@ def analyze(ops, complete: bool = False, minimal: bool = False, progress=None
         retire, prune = False, ()
     else:
         retire, prune = True, ("RAW", "WAR", "WAW") if minimal else ("WAR", "WAW")
-    # Analysis makes millions of small objects and frees none: the cyclic GC would only
-    # rescan them again and again.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():  # analysis makes millions of small objects and frees none
         records = as_records(ops)
         table = lower(records)
         got = _compiled(table, progress, retire, prune)
         if got is not None:  # edges as arrays; Dependency records made when asked for
-            return DependencyGraph.from_edges(records, got, Dependency)
-        deps = _reference(records, table, progress, retire, prune)
-    finally:
-        if enabled:
-            gc.enable()
-    return DependencyGraph(records, deps)
+            graph = DependencyGraph.from_edges(records, got, Dependency)
+        else:
+            graph = DependencyGraph(records, _reference(records, table, progress, retire,
+                                                        prune))
+    if any(map(_after, records)):
+        graph.after  # names that are not earlier ops are refused now, not at first use
+    return graph
 
 
 def analyze_dependencies(ops) -> dict[str, list[str]]:

@@ -15,6 +15,7 @@ imports of one buffer land in one group at the same cells.
 """
 from __future__ import annotations
 
+from itertools import chain
 from math import gcd
 from operator import attrgetter
 
@@ -112,13 +113,13 @@ def lower(records) -> AccessTable:
     Rows are worked out with NumPy over the ids of all views at once; only each distinct view
     object is looked at in Python (programs reuse their views a lot)."""
     n_ops = len(records)
-    flat: list = []  # every view of every op: its reads, then its writes, op by op
-    counts = np.zeros(2 * n_ops, np.int64)
-    for j, (ins, outs) in enumerate(map(_views_of, records)):
-        flat += ins
-        flat += outs
-        counts[2 * j] = len(ins)
-        counts[2 * j + 1] = len(outs)
+    ins = list(map(_inputs, records))
+    outs = list(map(_outputs, records))
+    counts = np.zeros(2 * n_ops, np.int64)  # per op: its reads, its writes
+    counts[0::2] = np.fromiter(map(len, ins), np.int64, n_ops)
+    counts[1::2] = np.fromiter(map(len, outs), np.int64, n_ops)
+    # every view of every op: its reads, then its writes, op by op (C loops, no bytecode)
+    flat = list(chain.from_iterable(chain.from_iterable(zip(ins, outs))))
     ids = np.fromiter(map(id, flat), np.int64, len(flat))
     # distinct view objects, numbered in order of first appearance
     unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
@@ -188,7 +189,8 @@ def lower(records) -> AccessTable:
     return table
 
 
-_views_of = attrgetter("input_views", "output_views")
+_inputs = attrgetter("input_views")
+_outputs = attrgetter("output_views")
 
 
 def _ints(values: list) -> np.ndarray:

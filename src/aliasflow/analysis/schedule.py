@@ -257,7 +257,8 @@ class DependencyGraph:
         return {k: counts.get(k, 0) for k in ("RAW", "WAR", "WAW")}
 
     def to_dot(self, name: str = "aliasflow") -> str:
-        """Graphviz DOT source: RAW solid, WAR and WAW dashed, implicit edges red and labelled."""
+        """Graphviz DOT source: RAW solid, WAR and WAW dashed, implicit edges red and labelled;
+        ``after`` ordering edges dotted."""
         import graphviz
 
         # graphviz gives backslashes a meaning (\n, \l): names are escaped so any name,
@@ -274,6 +275,8 @@ class DependencyGraph:
             dot.edge(esc(d.src), esc(d.dst), label=label,
                      style="solid" if d.kind == "RAW" else "dashed",
                      color="red" if d.implicit else "black")
+        for src, dst in self.after:  # ordering edges that are not data
+            dot.edge(esc(src), esc(dst), label="after", style="dotted", color="gray40")
         return dot.source
 
     def to_json(self, elements: bool = False) -> dict:
@@ -285,8 +288,12 @@ class DependencyGraph:
                 rec["elements"] = d.elements
             deps.append(rec)
         length, path = self.critical_path()
-        return {"ops": self.ops, "dependencies": deps, "levels": self.levels(),
-                "critical_path": {"length": length, "ops": path}}
+        out = {"ops": self.ops, "dependencies": deps, "levels": self.levels(),
+               "critical_path": {"length": length, "ops": path}}
+        after = self.after
+        if after:
+            out["after"] = [list(pair) for pair in after]
+        return out
 
     def __len__(self) -> int:
         return len(self._edges[0]) if self._deps is None else len(self._deps)

@@ -27,7 +27,7 @@ from .values import check_name
 from .view import TensorView
 
 _set = object.__setattr__
-_QUIET = frozenset({"_record", "_seen", "_results", "_frozen"})  # writes that keep the op
+_QUIET = frozenset({"_record", "_results", "_frozen"})  # writes that keep the op
 _tuple_new = tuple.__new__
 
 
@@ -123,10 +123,10 @@ class Operation:
         unchanged)."""
         ins, outs = self.input_views, self.output_views
         rec = self._record
-        if rec is not None:
-            seen = self._seen
-            if len(ins) == len(seen[0]) and len(outs) == len(seen[1]) and \
-                    all(map(is_, ins, seen[0])) and all(map(is_, outs, seen[1])):
+        if rec is not None:  # still the record of these very views?
+            seen_in, seen_out = rec.input_views, rec.output_views
+            if len(ins) == len(seen_in) and len(outs) == len(seen_out) and \
+                    all(map(is_, ins, seen_in)) and all(map(is_, outs, seen_out)):
                 return rec
         n = len(ins)
         ins_t, outs_t = tuple(ins), tuple(outs)
@@ -136,7 +136,6 @@ class Operation:
         rec = OpRecord._trusted(self.name, self.kind, accesses, self._frozen,
                                 0 if outs else 1, (), None, ins_t, outs_t)
         _set(self, "_record", rec)
-        _set(self, "_seen", (ins_t, outs_t))
         return rec
 
     @property

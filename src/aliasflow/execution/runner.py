@@ -27,7 +27,6 @@ What a run promises when it fails (workers=1 and parallel alike):
 from __future__ import annotations
 
 import contextlib
-import gc
 import signal
 import threading
 
@@ -35,6 +34,7 @@ from ..analysis.dependencies import analyze
 from ..analysis.schedule import DependencyGraph
 from ..core.builders import show_results
 from ..core.errors import AliasflowError, ExecutionError
+from ..core.gcpause import paused_gc
 from ..core.program import as_records
 from ..core.record import Results
 from .interpreter import Steps, check_all
@@ -42,20 +42,6 @@ from .ready import make_queue
 
 MAX_WORKERS = 256  # threads beyond this only contend for the GIL and the queue's lock
 POLL_SECONDS = 0.05  # the calling thread wakes at least this often (Ctrl-C, progress)
-
-
-@contextlib.contextmanager
-def paused_gc():
-    """The cyclic garbage collector off for a while: making a run's records, checks and
-    steps allocates thousands of objects and frees none, and collections in between would
-    only scan them again and again (reference counting frees memory as usual)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _failure(op, exc: BaseException, ran_after=()) -> ExecutionError:
