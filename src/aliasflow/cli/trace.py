@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from ..core.errors import AliasflowError
 from ..interop.script import check_target, run_target
 from ..interop.tracers import TracerUnavailable, torch_tracer
 from ..reporting import Report
@@ -38,6 +39,11 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
     with cli_errors():
         fmt_name, policy = settings(fmt, as_json, select, ignore, fail_on)
         check_target(target, module)
+        if html is not None:
+            # where the user meant: the program may change directory while it runs
+            html = html.absolute()
+            if not html.parent.is_dir():
+                raise AliasflowError(f"--html {html}: directory {html.parent} does not exist")
         try:
             trace = torch_tracer()
         except TracerUnavailable as exc:

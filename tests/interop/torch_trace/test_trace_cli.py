@@ -62,6 +62,21 @@ def test_script_text_and_argv(tmp_path):
     assert "Traceback" not in missing.stderr
 
 
+def test_html_goes_where_the_user_meant_when_the_program_changes_directory(tmp_path):
+    """A relative --html is the caller's working directory's, whatever the program does with
+    its own; a folder that does not exist is refused before the program runs."""
+    (tmp_path / "elsewhere").mkdir()
+    script = tmp_path / "moves.py"
+    script.write_text("import os, torch\nos.chdir('elsewhere')\nprint('ran')\n"
+                      "a = torch.ones(4)\na.add_(1)\n")
+    out = trace("--html", "report.html", script, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "report.html").is_file()
+    assert not (tmp_path / "elsewhere" / "report.html").exists()
+    bad = trace("--html", "no/such/dir/r.html", script, cwd=tmp_path)
+    assert bad.returncode == 2 and "does not exist" in bad.stderr and "ran" not in bad.stdout
+
+
 def _html(tmp_path):
     page = tmp_path / "report.html"
     out = trace("--html", page, "--json", EXAMPLE)
