@@ -13,15 +13,25 @@ from .view import Tensor, TensorView
 _name = attrgetter("name")
 
 
+def op_list(ops) -> list:
+    """``ops`` as a list, or :class:`AliasflowError` when it is not a sequence of ops."""
+    if isinstance(ops, list):
+        return ops
+    if isinstance(ops, (str, bytes, OpRecord, Operation)):
+        raise AliasflowError(f"expected a list of ops (OpRecords or Operations), got "
+                             f"{type(ops).__name__}")
+    try:
+        return list(ops)
+    except TypeError:
+        raise AliasflowError(f"expected a list of ops (OpRecords or Operations), got "
+                             f"{type(ops).__name__}") from None
+
+
 def as_records(ops) -> list[OpRecord]:
     """``ops`` as a list of records, after checking their names are distinct: each op is an
     :class:`OpRecord`, or anything whose ``record()`` makes one (the seed's builders, a
     producer's op with more to say than memory)."""
-    try:
-        ops = list(ops)
-    except TypeError:
-        raise AliasflowError(f"expected a list of ops (OpRecords or Operations), got "
-                             f"{type(ops).__name__}") from None
+    ops = op_list(ops)
     types = set(map(type, ops))
     if types == {OpRecord}:
         records = ops
@@ -59,7 +69,7 @@ class Program:
 
     def __init__(self, ops: Iterable, tensors: Iterable[Tensor] = (),
                  views: Iterable[TensorView] = ()):
-        self.ops = list(ops)
+        self.ops = list(op_list(ops))
         self.records = as_records(self.ops)
         self.tensors: dict[str, Tensor] = {}
         self.views: dict[str, TensorView] = {}

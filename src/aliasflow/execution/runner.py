@@ -35,7 +35,7 @@ from ..analysis.schedule import DependencyGraph
 from ..core.builders import show_results
 from ..core.errors import AliasflowError, ExecutionError
 from ..core.gcpause import paused_gc
-from ..core.program import as_records
+from ..core.program import as_records, op_list
 from ..core.record import Results
 from .interpreter import Steps, check_all
 from .ready import make_queue
@@ -248,7 +248,7 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
         Naming the first op in program order that failed, with the original exception
         chained; every op before it has run, ``ran_after`` lists later ops that had run.
     """
-    given = ops = list(ops) if not isinstance(ops, list) else ops
+    given = ops = op_list(ops)
     with paused_gc():  # records, checks and steps make many objects and free none
         records = as_records(ops)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
