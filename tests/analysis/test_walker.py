@@ -246,7 +246,11 @@ def test_walk_table_names_what_is_wrong():
                             ({"shape": [0]}, "bad shape"),
                             ({"stride": [2 ** 62 + 1]}, "bad stride"),
                             ({"offsets": [2 ** 62]}, "bad extent"),
-                            ({"dims_start": [0, 2]}, "bad entry columns")]:
+                            ({"dims_start": [0, 2]}, "bad entry columns"),
+                            # an entry whose dims run past the shape column: found by the
+                            # sanitizer fuzzer (it read past the end before this check)
+                            ({"groups": [0, 0], "offsets": [3, 0], "dims_start": [0, 50, 2],
+                              "shape": [2, 1], "stride": [1, 1]}, "bad dims_start at 1")]:
         with pytest.raises(ValueError, match=message):
             compiled.walker.walk_table(*table_args(**{**ok, **change}))
     with pytest.raises(TypeError, match="modes must be a 1-d int64 array"):

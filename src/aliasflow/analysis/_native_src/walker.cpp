@@ -330,9 +330,12 @@ PyObject* walk_table_impl(PyObject* const* args, Py_ssize_t nargs) {
     rows.v_dense.resize(n_views);
     rows.shape.swap(shape);
     rows.stride.swap(stride);
+    // every entry's dims within shape/stride before any is read (dims_start starts at 0,
+    // ends at their length, and never decreases: checked whole, first)
+    for (size_t e = 0; e < n_views; ++e)
+        if (ds[e + 1] < ds[e] || ds[e + 1] - ds[e] > afn::MAX_NDIM) return bad("dims_start", int64_t(e));
     for (size_t e = 0; e < n_views; ++e) {
         if (groups[e] < 0 || groups[e] >= n_groups) return bad("group", int64_t(e));
-        if (ds[e + 1] < ds[e] || ds[e + 1] - ds[e] > afn::MAX_NDIM) return bad("dims_start", int64_t(e));
         if (offsets[e] < -LIM || offsets[e] > LIM) return bad("offset (beyond 2^62)", int64_t(e));
         rows.v_group[e] = int32_t(groups[e]);
         rows.v_ndim[e] = int8_t(ds[e + 1] - ds[e]);
