@@ -358,12 +358,16 @@ def trace_cmd(script: Path = typer.Argument(..., help="Python script to run unde
               as_json: bool = typer.Option(False, "--json", help="Print findings as JSON."),
               html: Optional[Path] = typer.Option(None, "--html",
                                                   help="Write a self-contained HTML report."),
+              include: list[str] = typer.Option(
+                  [], "--include", help="Also watch the NumPy code of this installed package "
+                  "(repeatable)."),
               ) -> None:
-    """Run SCRIPT under the PyTorch tracer (as ``python -m cProfile`` does) and print the
-    findings grouped by source line, most serious first. Options go before SCRIPT; what
-    follows it is the script's argv. Exit code: 0 when the script ran, else the script's."""
+    """Run SCRIPT under the NumPy and PyTorch tracers (as ``python -m cProfile`` does) and
+    print the findings, most serious first. Options go before SCRIPT; what follows it is the
+    script's argv. Exit code: 0 when the script ran, else the script's."""
     from .interop.torch_trace.cli import run_script
-    code = run_script(script, list(args or []), as_json, html, console, errors)
+    code = run_script(script, list(args or []), as_json, html, console, errors,
+                      include=tuple(include))
     raise typer.Exit(code)
 
 

@@ -1,50 +1,46 @@
-"""``aliasflow trace script.py [args...]``: run a script under the tracer, report findings."""
+"""``aliasflow trace script.py [args...]``: run a script under the tracers, report findings.
+
+The script runs under the NumPy tracer (its code rewritten at import, see
+``interop/numpy_trace``) and, once it imports torch, the PyTorch tracer; the report has both.
+"""
 from __future__ import annotations
 
 import contextlib
 import json
-import runpy
 import sys
-import traceback
 
 
-def run_script(script, argv, as_json, html, console, errors) -> int:
-    """Run ``script`` with ``argv`` under a trace; print and write the report. Returns the
+def run_script(script, argv, as_json, html, console, errors, include=()) -> int:
+    """Run ``script`` with ``argv`` under the tracers; print and write the report. Returns the
     exit code: 0 when the script ran, the script's own code (1 for an exception) if not."""
     if not script.is_file():
         errors.print(f"[bold red]error:[/] no such script: {script}", highlight=False)
         return 2
-    try:
-        from .tracer import trace
-    except ImportError as exc:  # torch missing
-        errors.print(f"[bold red]error:[/] tracing needs PyTorch: {exc}", highlight=False)
-        return 2
-    code = 0
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [str(script)] + argv
-    sys.path.insert(0, str(script.resolve().parent))
-    t = trace()
-    try:
-        # with --json the script's own prints go to stderr, so stdout is only the JSON
-        quiet = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-        with quiet, t:
-            runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as exc:
-        c = exc.code
-        code = c if isinstance(c, int) else (0 if c is None else 1)
-        if not isinstance(c, int) and c is not None:
-            errors.print(str(c), highlight=False)
-    except BaseException:  # noqa: BLE001 - the script's own failure, reported like Python does
-        traceback.print_exc()
-        code = 1
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
+    from ..numpy_trace.cli import run_traced, uses_arrays
+    # with --json the script's own prints go to stderr, so stdout is only the JSON
+    quiet = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+    with quiet:
+        code, np_trace, t = run_traced(script=str(script), argv=argv, include=include)
     if as_json:
-        print(json.dumps(t.to_json(), indent=2))
+        data = t.to_json() if t is not None else {"aten_calls": 0, "findings": []}
+        numpy_part = np_trace.to_json()
+        data["findings"] = numpy_part.pop("findings") + data["findings"]
+        data["numpy"] = numpy_part
+        print(json.dumps(data, indent=2))
+    elif not uses_arrays(np_trace, t):
+        console.print(f"aliasflow: {script} used neither NumPy nor PyTorch: nothing to trace",
+                      highlight=False, markup=False)
     else:
-        from .report import to_text
-        console.print(to_text(t), highlight=False, markup=False)
+        from ..numpy_trace.report import to_text as numpy_text
+        if t is not None:
+            from .report import to_text
+            console.print(to_text(t), highlight=False, markup=False)
+        console.print(numpy_text(np_trace), highlight=False, markup=False)
     if html is not None:
+        if t is None:
+            errors.print("--html: the page shows PyTorch traces; this program imported no "
+                         "torch", highlight=False)
+            return code
         from ...viz.report import write_html
         write_html(t, html)
         if not as_json:
