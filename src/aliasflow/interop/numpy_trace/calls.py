@@ -245,7 +245,8 @@ def copyto(rec, f, site, args, kwargs):
         if partial else None
     note = _note(rec, site, "np.copyto", [((0, 0), "W", dst, exact_at)], reads, None)
     dl = note[2][0][2]
-    if not partial and isinstance(src, _ndarray) and assignment_is_safe(dst, src):
+    if not partial and isinstance(src, _ndarray) and len(note[2]) > 1 and \
+            assignment_is_safe(dl, note[2][1][2]):
         return note
     if any(overlap(dl, r[2]) and not same_elements(dl, r[2]) for r in note[2][1:]):
         indices = [_path(p) for p, x in reads if x.dtype == bool]

@@ -166,10 +166,8 @@ def label_text(note, label) -> str:
 def observe(recorder, numpy_version: str) -> list[Observation]:
     """Outcomes of confirmations and stale views, one observation each."""
     found = []
-    for index, note in enumerate(recorder.ops):
+    for index, note in recorder.outcomes():
         outcome = note[3]
-        if outcome is None or hasattr(outcome, "run"):
-            continue
         writes = [a for a in note[2] if a[1] != "R"]
         if not writes:
             continue
@@ -185,7 +183,8 @@ def observe(recorder, numpy_version: str) -> list[Observation]:
             outcome.severity, outcome.kind, (index,), names, count,
             outcome.differs if outcome.severity == "wrong" else None,
             outcome.example, numpy_version if outcome.kind == "kernel" else None))
-    found.extend(stale_views(recorder))
+    if recorder.stale_candidates():
+        found.extend(stale_views(recorder))
     return found
 
 

@@ -2,8 +2,8 @@
 
 A *layout* is ``(address, shape, strides, dtype, gen)``: the address of element
 ``(0, ..., 0)``, NumPy's shape and byte strides (any sign, zero, not multiples of the
-itemsize), the dtype (byte order and all) and ``gen``, the lifetime of the memory (see
-:class:`Lifetimes`). This is the model of :func:`aliasflow.from_numpy` and of the PyTorch
+itemsize), the dtype (byte order and all) and ``gen``, the lifetime of the memory (the
+number of its base-most ndarray, see :mod:`.fastpath` and the recorder). This is the model of :func:`aliasflow.from_numpy` and of the PyTorch
 tracer's byte regions: two layouts alias exactly when their bytes meet, whatever arrays,
 dtypes or imports they come through.
 
@@ -13,8 +13,6 @@ dtypes, unaligned and byte-swapped views are exact too.
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from ...core.storage import array_address
@@ -22,53 +20,6 @@ from ...solver import api as _solver
 
 _ndarray = np.ndarray
 _native = _solver._native
-
-
-class Lifetimes:
-    """Which allocation a layout's memory belongs to, so that memory freed and handed out
-    again (a temporary in a loop) is not mistaken for the same data.
-
-    An array's memory lives as long as its base-most ndarray; each one the trace meets gets
-    a generation number, and the trace keeps only a weak reference to it (keeping arrays
-    alive would change the program: ``ndarray.resize`` refuses referenced arrays)."""
-
-    def __init__(self):
-        self._by_id: dict[int, tuple] = {}   # id(owner) -> (weakref, gen)
-        self.spans: list[tuple[int, int]] = []   # gen -> (first byte, end) of its owner
-
-    def gen(self, x: np.ndarray) -> int:
-        owner = x
-        base = x.base
-        while type(base) is _ndarray or isinstance(base, _ndarray):
-            owner = base
-            base = owner.base
-        entry = self._by_id.get(id(owner))
-        if entry is not None and entry[0]() is owner:
-            return entry[1]
-        number = len(self.spans)
-        try:
-            ref = weakref.ref(owner)
-        except TypeError:   # an ndarray subclass without weak references: no reuse check
-            ref = _Strong(owner)
-        self._by_id[id(owner)] = (ref, number)
-        lo, hi = extent(array_address(owner), owner.shape, owner.strides, owner.itemsize)
-        self.spans.append((lo, hi))
-        return number
-
-
-class _Strong:
-    """Stands in for a weak reference (never used for plain ndarrays)."""
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = id(obj)
-
-    def __call__(self):
-        return None
-
-
-def layout(x: np.ndarray, gens: Lifetimes):
-    return (array_address(x), x.shape, x.strides, x.dtype, gens.gen(x))
 
 
 def extent(address, shape, strides, itemsize):

@@ -55,9 +55,9 @@ class Memory:
     """Analysis-only storages, one per allocation the trace met, spanning every byte the
     trace saw of it (an ``as_strided`` view may reach past its base's own extent)."""
 
-    def __init__(self, recorder):
-        spans = list(recorder.gens.spans)
-        for note in recorder.ops:
+    def __init__(self, recorder, notes=None):
+        spans = list(recorder.spans)
+        for note in (recorder.ops if notes is None else notes):
             for access in note[2]:
                 lay = access[2]
                 lo, hi = layout_extent(lay)
@@ -91,12 +91,17 @@ def op_name(index, note) -> str:
     return f"{note[1]}#{index}"
 
 
-def build(recorder, names) -> list:
-    """Every note as a record, in program order. ``names(index, label) -> text`` names an
-    access as the user wrote it."""
-    memory = Memory(recorder)
+def build(recorder, names, indices=None) -> list:
+    """Every note as a record, in program order (or those at ``indices``). ``names(index,
+    label) -> text`` names an access as the user wrote it."""
+    if indices is None:
+        pairs = list(enumerate(recorder.ops))
+        memory = Memory(recorder)
+    else:
+        pairs = [(i, recorder.note(i)) for i in indices]
+        memory = Memory(recorder, [n for _, n in pairs])
     out = []
-    for index, note in enumerate(recorder.ops):
+    for index, note in pairs:
         site = SITES[note[0]]
         accesses, exact = [], []
         for slot, (label, mode, lay, at, _created) in enumerate(note[2]):
@@ -110,7 +115,7 @@ def build(recorder, names) -> list:
         error = recorder.errors.get(index)
         if error is not None:
             accesses = []   # NumPy refused it: it touched nothing
-        outcome = note[3] if not hasattr(note[3], "run") else None
+        outcome = note[3]
         info = OpInfo(site.path, site.line, site.text, note[1], outcome, error, tuple(exact))
         out.append(make_record(op_name(index, note), "numpy." + note[1], accesses, info))
     return out

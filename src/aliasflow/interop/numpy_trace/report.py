@@ -29,13 +29,12 @@ def to_json(trace, all: bool = False) -> dict:
     return {
         "schema_version": SCHEMA_VERSION,
         "numpy": np.__version__,
-        "operations": len(rec.ops),
+        "operations": rec.count(),
         "findings": [f.to_json() for f in trace.findings(all)],
-        "failed": [{"op": f"{note[1]}#{i}", "line": line_of(note), "error": rec.errors[i]}
-                   for i, note in enumerate(rec.ops) if i in rec.errors],
-        "untracked": [{"op": f"{note[1]}#{i}", "line": line_of(note),
-                       "why": rec.untracked[id(note)]}
-                      for i, note in enumerate(rec.ops) if id(note) in rec.untracked],
+        "failed": [{"op": f"{rec.ops[i][1]}#{i}", "line": line_of(rec.ops[i]),
+                    "error": rec.errors[i]} for i in sorted(rec.errors)],
+        "untracked": [{"op": f"{rec.ops[i][1]}#{i}", "line": line_of(rec.ops[i]),
+                       "why": rec.untracked_ops[i]} for i in sorted(rec.untracked_ops)],
         "watched": watched(trace),
     }
 
@@ -48,9 +47,7 @@ def to_text(trace, all: bool = False) -> str:
     findings = trace.findings(all)
     w = watched(trace)
     rec = trace.recorder
-    places = len({note[0] for note in rec.ops})
-    out = [f"NumPy {np.__version__}: {len(rec.ops)} operation(s) at {places} place(s), "
-           f"{len(findings)} finding(s)"]
+    out = [f"NumPy {np.__version__}: {rec.count()} operation(s), {len(findings)} finding(s)"]
     if w["modules"]:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(w["constructs"].items()))
         out.append(f"watched: {', '.join(w['modules'])} ({kinds or 'nothing to rewrite'})")
@@ -83,12 +80,12 @@ def to_text(trace, all: bool = False) -> str:
             what += f" [{f.occurrences} occurrences]"
         out.append(what)
         out.append(f"  hint: {f.hint}")
-    refused = [(i, note) for i, note in enumerate(rec.ops) if i in rec.errors]
-    if refused:
-        out.append(f"\nrefused by NumPy: {len(refused)} operation(s), first "
-                   f"{line_of(refused[0][1])}: {rec.errors[refused[0][0]]}")
-    untracked = [note for note in rec.ops if id(note) in rec.untracked]
+    if rec.errors:
+        first = min(rec.errors)
+        out.append(f"\nrefused by NumPy: {len(rec.errors)} operation(s), first "
+                   f"{line_of(rec.ops[first])}: {rec.errors[first]}")
+    untracked = sorted(rec.untracked_ops)
     if untracked:
         out.append(f"not recorded: {len(untracked)} operation(s), first "
-                   f"{line_of(untracked[0])}: {rec.untracked[id(untracked[0])]}")
+                   f"{line_of(rec.ops[untracked[0]])}: {rec.untracked_ops[untracked[0]]}")
     return "\n".join(out)

@@ -1,28 +1,21 @@
 """Rewrite a module's AST so that its NumPy writes report to the runtime (as pytest rewrites
 ``assert``), without changing what the code does.
 
-What is rewritten (everything else is left as written):
+Each watched operation becomes one call of the runtime (:mod:`.fastpath`, compiled), which
+records the operation and performs it; being C, it adds no Python frame, and the call
+carries the original node's positions, so exceptions, warnings and tracebacks point at the
+user's line exactly as before. Python's evaluation order is kept:
 
-- ``T[K] = V`` becomes ``end(setitem(*store_item(V, T, K, site)))``: ``V``, ``T``, ``K`` are
-  evaluated in Python's order (value first), the runtime notes the operands, and the store
-  itself is ``operator.setitem`` called from the user's own frame, so exceptions, warnings
-  and tracebacks point at the user's line exactly as before (a C function adds no frame;
-  the rewritten call carries the original node's positions).
-- ``T[K] op= V``: ``T`` and ``K`` once, then ``getitem``, ``V``, ``operator.iop``, ``setitem``,
-  Python's order; ``x op= V`` (a name) the same around ``operator.iop``. Where ``T`` is a
-  plain name, a type test keeps non-array targets (lists, dicts, ints) on the original
-  statement.
-- ``T.real = V``, ``T.imag = V``, ``T.flat = V`` and their augmented forms.
+- ``T[K] = V`` becomes ``setitem(V, T, K, site)`` (value first, as Python evaluates it);
+  ``T.real = V`` (``imag``, ``flat``) becomes ``setattr(V, T, "real", site)``;
+- ``T[K] op= V`` becomes ``aug_store(aug_load(T, K, site), V, op)``: ``T`` and ``K`` once,
+  then ``T[K]`` read, ``V``, the in-place operator, the store; ``T.attr op= V`` likewise;
+  ``x op= V`` (a name) becomes ``x = aug_name(x, V, op, site)``;
 - ``F(args)`` whose name could be a NumPy write (``names.may_write``: an ``out`` argument,
-  an in-place function or method) becomes ``done(call(F, site, args)())``: ``call`` notes
-  the operands and returns ``functools.partial(F, args)``, a C object, so ``F`` itself is
-  called from the user's frame too.
-- Tuple and chained targets (``a[0], a[1] = a[1], a[0]``) unpack into temporaries first and
-  then assign in Python's order, so each store is seen.
-
-Every simple statement that was rewritten is wrapped in ``try: ... except BaseException:
-fail(); raise`` (zero cost when nothing is raised); ``fail`` drops the statement's pending
-notes and a bare ``raise`` keeps the traceback as it was.
+  an in-place function or method) becomes ``call(F, site, args)``;
+- tuple and chained targets (``a[0], a[1] = a[1], a[0]``) unpack into temporaries first and
+  then assign in Python's order, so each store is seen; ``name = <a view>`` is noted for the
+  stale-view check (``bind``).
 """
 from __future__ import annotations
 
@@ -34,10 +27,10 @@ from .names import VIEW_ATTRIBUTES, VIEW_METHODS, WRITING_ATTRIBUTES, may_write
 
 RUNTIME = "@aliasflow_numpy"   # not an identifier: user code can never name or shadow it
 
-_INPLACE = {ast.Add: "iadd", ast.Sub: "isub", ast.Mult: "imul", ast.Div: "itruediv",
-            ast.FloorDiv: "ifloordiv", ast.Mod: "imod", ast.Pow: "ipow",
-            ast.LShift: "ilshift", ast.RShift: "irshift", ast.BitOr: "ior",
-            ast.BitXor: "ixor", ast.BitAnd: "iand", ast.MatMult: "imatmul"}
+# in-place operator codes (fastpath.INPLACE's order)
+_INPLACE = {ast.Add: 0, ast.Sub: 1, ast.Mult: 2, ast.Div: 3, ast.FloorDiv: 4, ast.Mod: 5,
+            ast.Pow: 6, ast.LShift: 7, ast.RShift: 8, ast.BitOr: 9, ast.BitXor: 10,
+            ast.BitAnd: 11, ast.MatMult: 12}
 
 # decorators that compile the function from its bytecode (numba) or refuse unknown globals
 _COMPILERS = ("jit", "njit", "vectorize", "guvectorize", "cfunc", "stencil", "generated_jit")
@@ -127,24 +120,6 @@ class _Rewriter(ast.NodeTransformer):
             self.summary.imports.add(node.module.split(".")[0])
         return node
 
-    # ---- statements: every rewritten simple statement is guarded --------------------------
-    def visit(self, node):
-        if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND):
-            before = self.changes
-            new = super().visit(node)
-            if self.changes != before and new is not None:
-                return self.guard(new if isinstance(new, list) else [new], node)
-            return new
-        return super().visit(node)
-
-    def guard(self, body, node):
-        handler = ast.ExceptHandler(
-            type=_at(ast.Name("BaseException", ast.Load()), node), name=None,
-            body=[_at(ast.Expr(self.rt_call("fail", [], node)), node),
-                  _at(ast.Raise(exc=None, cause=None), node)])
-        _at(handler, node)
-        return _at(ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), node)
-
     def visit_Assign(self, node):
         node.value = self.visit(node.value)
         if len(node.targets) == 1:
@@ -205,7 +180,7 @@ class _Rewriter(ast.NodeTransformer):
         return [_at(ast.Assign([self.visit(target)], load), node)]
 
     def single_store(self, target, value, node, source=None):
-        """``target = value`` as a runtime-routed store, or None for other targets."""
+        """``target = value`` as a runtime call, or None for other targets."""
         value_text = self.text(source if source is not None else value)
         if isinstance(target, ast.Subscript):
             site = self.site(node, "setitem", (("target", self.text(target)),
@@ -213,82 +188,46 @@ class _Rewriter(ast.NodeTransformer):
                                                 ("index", self.text(target.slice)),
                                                 ("container", self.text(target.value))))
             args = [value, self.visit(target.value), self.key(target.slice), site]
-            pre = _at(ast.Starred(self.rt_call("store_item", args, target), ast.Load()), target)
-            store = self.rt_call("setitem", [pre], target)
-            return _at(ast.Expr(self.rt_call("end", [store], target)), node)
+            return _at(ast.Expr(self.rt_call("setitem", args, target)), node)
         if isinstance(target, ast.Attribute) and target.attr in WRITING_ATTRIBUTES:
             site = self.site(node, "set-" + target.attr, (("target", self.text(target)),
                                                            ("value", value_text)))
             args = [value, self.visit(target.value), _at(ast.Constant(target.attr), target),
                     site]
-            pre = _at(ast.Starred(self.rt_call("store_attr", args, target), ast.Load()), target)
-            store = self.rt_call("setattr", [pre], target)
-            return _at(ast.Expr(self.rt_call("end", [store], target)), node)
+            return _at(ast.Expr(self.rt_call("setattr", args, target)), node)
         return None
 
     def visit_AugAssign(self, node):
         target = node.target
-        op = _INPLACE[type(node.op)]
+        op = _at(ast.Constant(_INPLACE[type(node.op)]), node)
         if isinstance(target, ast.Name):
             value = self.visit(node.value)
             site = self.site(node, "aug-name", (("target", target.id),
                                                  ("value", self.text(node.value))))
             load = _at(ast.Name(target.id, ast.Load()), target)
-            pre = self.rt_call("aug_name", [load, site], target)
-            operand = self.rt_call("aug_operand", [value], node.value)
-            result = self.rt_call("aug_name_end", [self.rt_call(op, [pre, operand], node)],
-                                  node)
-            rewritten = _at(ast.Assign([_at(ast.Name(target.id, ast.Store()), target)],
-                                       result), node)
-            original = _at(ast.AugAssign(target, node.op, _copy(value)), node)
-            return self.by_type(_at(ast.Name(target.id, ast.Load()), target), rewritten,
-                                original, node)
+            result = self.rt_call("aug_name", [load, value, op, site], node)
+            return _at(ast.Assign([_at(ast.Name(target.id, ast.Store()), target)], result),
+                       node)
         if isinstance(target, ast.Subscript):
-            plain = isinstance(target.value, ast.Name)
             container = self.visit(target.value)
             key = self.key(target.slice)
-            value = self.visit(node.value)
             site = self.site(node, "aug-setitem", (("target", self.text(target)),
                                                     ("value", self.text(node.value)),
                                                     ("index", self.text(target.slice)),
                                                     ("container", self.text(target.value))))
-            get = self.rt_call("getitem", [_at(ast.Starred(self.rt_call(
-                "aug_item", [container, key, site], target), ast.Load()), target)], target)
-            new = self.rt_call(op, [get, self.rt_call("aug_operand", [value], node.value)],
-                               node)
-            put = self.rt_call("setitem", [_at(ast.Starred(self.rt_call(
-                "aug_item_store", [new], target), ast.Load()), target)], target)
-            rewritten = _at(ast.Expr(self.rt_call("end", [put], target)), node)
-            if not plain:
-                return rewritten
-            # the same statement for non-arrays, its key as a value (``a[slice(1, None,
-            # None)] += v`` is ``a[1:] += v``) and its value the rewritten one
-            original = _at(ast.AugAssign(
-                _at(ast.Subscript(_copy(container), _copy(key), ast.Store()), target),
-                node.op, _copy(value)), node)
-            return self.by_type(_at(ast.Name(target.value.id, ast.Load()), target),
-                                rewritten, original, node)
+            handle = self.rt_call("aug_load", [container, key, site], target)
+            value = self.visit(node.value)
+            return _at(ast.Expr(self.rt_call("aug_store", [handle, value, op], node)), node)
         if isinstance(target, ast.Attribute) and target.attr in WRITING_ATTRIBUTES:
             container = self.visit(target.value)
-            value = self.visit(node.value)
             site = self.site(node, "aug-" + target.attr, (("target", self.text(target)),
                                                           ("value", self.text(node.value))))
-            get = self.rt_call("getattr", [_at(ast.Starred(self.rt_call(
-                "aug_attr", [container, _at(ast.Constant(target.attr), target), site],
-                target), ast.Load()), target)], target)
-            new = self.rt_call(op, [get, self.rt_call("aug_operand", [value], node.value)],
-                               node)
-            put = self.rt_call("setattr", [_at(ast.Starred(self.rt_call(
-                "aug_attr_store", [new], target), ast.Load()), target)], target)
-            return _at(ast.Expr(self.rt_call("end", [put], target)), node)
+            handle = self.rt_call("aug_load_attr", [container, _at(ast.Constant(target.attr),
+                                                                   target), site], target)
+            value = self.visit(node.value)
+            return _at(ast.Expr(self.rt_call("aug_store", [handle, value, op], node)), node)
         node.value = self.visit(node.value)
         return node
-
-    def by_type(self, test_load, rewritten, original, node):
-        """``if isinstance(x, arrays): rewritten else: original`` (x a plain name: loading
-        it twice has no effect a program can see)."""
-        test = self.rt_call("isinstance", [test_load, self.rt("arrays", node)], node)
-        return _at(ast.If(test, [rewritten], [original]), node)
 
     def visit_AnnAssign(self, node):
         if node.value is not None and _writes(node.target):
@@ -338,14 +277,7 @@ class _Rewriter(ast.NodeTransformer):
             self.summary.note(self.summary.unwatched, "call with **kwargs", node.lineno)
             return node
         site = self.site(node, "call", self.call_names(node))
-        pre = self.rt_call("call", [node.func, site] + node.args, node, node.keywords)
-        invoke = _at(ast.Call(pre, [], []), node)
-        return self.rt_call("done", [invoke], node)
-
-
-_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For,
-             ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match) + \
-    ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+        return self.rt_call("call", [node.func, site] + node.args, node, node.keywords)
 
 
 def _writes(target) -> bool:
@@ -374,22 +306,12 @@ def _makes_view(value) -> bool:
     return False
 
 
-def _has_slice(node) -> bool:
-    return isinstance(node, ast.Slice) or (isinstance(node, ast.Tuple) and any(
-        isinstance(e, ast.Slice) for e in node.elts))
-
-
 def _compiled(dec) -> bool:
     while isinstance(dec, ast.Call):
         dec = dec.func
     name = dec.attr if isinstance(dec, ast.Attribute) else dec.id if isinstance(
         dec, ast.Name) else ""
     return name in _COMPILERS
-
-
-def _copy(node):
-    import copy
-    return copy.deepcopy(node)
 
 
 def _at(new, template):

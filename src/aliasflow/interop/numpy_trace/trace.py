@@ -58,32 +58,25 @@ class Trace:
             raise AliasflowError("this NumPy trace is already recording")
         if runtime._recorder is not None:
             raise AliasflowError("another NumPy trace is recording; traces do not nest")
+        if self.recorder.frozen is not None:
+            raise AliasflowError("a NumPy trace records once; make a new one")
         runtime.install()
         runtime._recorder = self.recorder
         self.running = True
         if self.wrap_functions:
             self._wrap()
+        self.recorder.start()
         return self
 
     def __exit__(self, *exc):
+        self.recorder.stop()
         self._unwrap()
         if runtime._recorder is self.recorder:
             runtime._recorder = None
         self.running = False
-        self._drop_pending()
+        self.recorder.freeze()
         self._records = None
         return False
-
-    def _drop_pending(self):
-        """Notes still pending (an operation that raised where no statement guard was: a
-        call in a comprehension, a loop header) are operations NumPy refused."""
-        for fid in list(runtime._pending):
-            entry = runtime._pending.pop(fid, None)
-            while entry is not None:
-                note, entry = entry
-                note = getattr(note, "note", note)
-                if isinstance(note, list) and note not in self.recorder.ops:
-                    self.recorder.refused(note, RuntimeError("did not complete"))
 
     def _wrap(self):
         for name in WRAPPED:
@@ -111,10 +104,10 @@ class Trace:
 
     def _name(self, index, label):
         from .findings import label_text
-        return label_text(self.recorder.ops[index], label)
+        return label_text(self.recorder.note(index), label)
 
     def __len__(self) -> int:
-        return len(self.recorder.ops)
+        return self.recorder.count()
 
     def observations(self, all: bool = False) -> list[Observation]:
         found = observe(self.recorder, np.__version__)
@@ -125,7 +118,15 @@ class Trace:
     def findings(self, all: bool = False) -> list:
         """Findings, most serious first: wrong, hazard, stale-view (and with ``all=True``
         the order facts); repeats at the same lines grouped."""
-        return to_findings(self.observations(all), self.ops, ops=self.recorder.ops)
+        observations = self.observations(all)
+        wanted = sorted({i for obs in observations for i in obs.ops})
+        if self._records is not None:
+            records = {i: self._records[i] for i in wanted}
+        else:
+            from .records import build
+            records = dict(zip(wanted, build(self.recorder, self._name, wanted)))
+        notes = {i: self.recorder.note(i) for i in wanted}
+        return to_findings(observations, records, ops=notes)
 
     def _order(self) -> list[Observation]:
         """Implicit flows between different operations through different views."""
@@ -166,21 +167,19 @@ def _wrapper(f):
         if rec is None:
             return f(*args, **kwargs)
         frame = sys._getframe(1)
-        note = None
         try:
             note = rec.call(f, _caller_site(frame), args, kwargs)
-        except Exception as exc:  # noqa: BLE001 - never the program's failure
+        except Exception:  # noqa: BLE001 - never the program's failure
             note = None
-            del exc
         try:
             result = f(*args, **kwargs)
         except BaseException as exc:
             if note is not None:
                 rec.refused(note, exc)
             raise
-        if note is not None:
+        if note is not None and type(note) is not int:
             try:
-                rec.finish(note)
+                rec.complete(note)
             except Exception:  # noqa: BLE001
                 pass
         return result
