@@ -130,12 +130,12 @@ def out_call(rec, f, site, args, kwargs, *, what, position, perform=None, elemen
     check_args, check_kwargs = ((head[1],) + tuple(args), kwargs) if head else (args, kwargs)
     shift = 1 if head else 0
 
-    def check(overlapping):
+    def check(overlapping, guarded=False):
         written = [_shift(_path(p), shift) for p, _ in outs]
         indices = [_shift(_path(p), shift) for p, x in reads
                    if p != ("self",) and x.dtype.kind in "biu" and not elementwise]
         return Check(perform or f, check_args, check_kwargs, written, overlapping=overlapping,
-                     indices=indices, exact=exact)
+                     indices=indices, exact=exact, shadow=not guarded)
 
     if len(outs) > 1 and _outputs_overlap(rec, outs):
         note[3] = _Always(Outcome("hazard", "in-op-overlap", 0, None,
@@ -148,7 +148,7 @@ def out_call(rec, f, site, args, kwargs, *, what, position, perform=None, elemen
         for w in layouts[:n_out] for r in layouts[n_out:])
     if elementwise and not partial:
         if f.nin == 1 and any(_discontiguous(o) for _, o in outs):
-            note[3] = check(overlapping)
+            note[3] = check(overlapping, guarded=True)
         return note
     if overlapping:
         note[3] = check(True)
@@ -214,13 +214,13 @@ def _scatter(rec, f, site, args, kwargs, *, what, target, positions, values, per
                                     else addresses.ravel())], reads, None)
     tl = note[2][0][2]
     call_args = ((target,) + tuple(args)) if self_target else args
-    if any(overlap(tl, r[2]) for r in note[2][1:]):
+    if addresses is not None and addresses.size > 1 and values is not None \
+            and not accumulate:
+        note[3] = duplicate_values(target, addresses, values)
+    if note[3] is None and any(overlap(tl, r[2]) for r in note[2][1:]):
         indices = [_shift(_path(p), shift) for p, x in reads if x.dtype.kind in "biu"]
         note[3] = Check(perform or f, call_args, kwargs, [(0,)], overlapping=True,
                         indices=indices, exact=exact)
-    elif addresses is not None and addresses.size > 1 and values is not None \
-            and not accumulate:
-        note[3] = duplicate_values(target, addresses, values)
     return note
 
 
@@ -315,12 +315,12 @@ def put_along_axis(rec, f, site, args, kwargs):
     note = _note(rec, site, "np.put_along_axis", [((0, 0), "W", a, addresses.ravel())],
                  reads, None)
     al = note[2][0][2]
-    if any(overlap(al, r[2]) for r in note[2][1:]):
-        note[3] = Check(f, args, kwargs, [(0,)], overlapping=True,
-                        indices=[_path(p) for p, x in reads if x.dtype.kind in "biu"])
-    elif addresses.size > 1:
+    if addresses.size > 1:
         note[3] = duplicate_values(a, addresses, lambda: np.broadcast_to(
             np.asarray(values), addresses.shape))
+    if note[3] is None and any(overlap(al, r[2]) for r in note[2][1:]):
+        note[3] = Check(f, args, kwargs, [(0,)], overlapping=True,
+                        indices=[_path(p) for p, x in reads if x.dtype.kind in "biu"])
     del positions
     return note
 

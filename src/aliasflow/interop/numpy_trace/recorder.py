@@ -310,15 +310,15 @@ class Recorder:
             acc.append(self.read("value", v))
         check = None
         mask = _has_mask(k)
-        if mask and any(overlap(al, r[2]) for r in acc[1:]):
-            check = Check(assign_key, (a, k, v), {}, written=[(0,)], overlapping=True,
-                          indices=[(1,)])
-        elif not mask and addresses.size > 1:
+        if not mask and addresses.size > 1:
             check = duplicate_values(a, addresses, lambda: np.broadcast_to(
                 np.asarray(v), addresses.shape))
+        if check is None and mask and any(overlap(al, r[2]) for r in acc[1:]):
+            check = Check(assign_key, (a, k, v), {}, written=[(0,)], overlapping=True,
+                          indices=[(1,)])
         return self.emit(site, "setitem", acc, check)
 
-    def store_flat(self, a, k, v, site, what):
+    def store_flat(self, a, k, v, site, what, perform=None):
         positions = flat_positions(a.size, k)
         addresses = flat_addresses(a, positions)
         al = self.layout(a)
@@ -327,12 +327,13 @@ class Recorder:
         if isinstance(v, _ndarray):
             acc.append(self.read("value", v))
         check = None
-        if any(overlap(al, r[2]) for r in acc[1:]):
-            check = Check(flat_assign, (a, k, v), {}, written=[(0,)], overlapping=True,
-                          indices=[(1,)])
-        elif addresses.size > 1 and not isinstance(k, slice):
+        if addresses.size > 1 and not isinstance(k, slice) and perform is None:
             check = duplicate_values(a, addresses, lambda: np.broadcast_to(
                 np.asarray(v), addresses.shape))
+        if check is None and any(overlap(al, r[2]) for r in acc[1:]):
+            check = Check(flat_assign, (a, k, v), {}, written=[(0,)], overlapping=True,
+                          indices=[(1,)]) if perform is None else \
+                Check(perform, (a, v), {}, written=[(0,)], overlapping=True)
         return self.emit(site, what, acc, check)
 
     # ---- T.real = V, T.imag = V, T.flat = V ----------------------------------------------------
@@ -340,7 +341,7 @@ class Recorder:
         if not isinstance(a, _ndarray):
             return None
         if name == "flat":
-            return self.store_flat(a, slice(None), v, site, "set-flat")
+            return self.store_flat(a, slice(None), v, site, "set-flat", perform=set_flat)
         try:
             d = getattr(a, name)
         except (TypeError, ValueError, AttributeError):
@@ -474,3 +475,7 @@ def _one_value(lay) -> bool:
 
 def assign_key(a, k, v):
     a[k] = v
+
+
+def set_flat(a, v):
+    a.flat = v
