@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .memory import overlap, same_elements
+from .memory import overlap
 from .runtime import SITES
 
 SEVERITIES = ("wrong", "hazard", "stale-view", "order")
@@ -234,9 +234,7 @@ def stale_views(recorder) -> list[Observation]:
             hit = None
             for k in range(bisect_left(keys, start), bisect_left(keys, j)):
                 w = accs[k]
-                # (a named view written through its own elements was meant as a view)
-                if (how != "statement" and same_elements(w[2], lay)) or \
-                        not overlap(w[2], lay):
+                if not overlap(w[2], lay):
                     continue
                 i = keys[k]
                 if how == "statement" or _round_trip(ops[i], note, lay):

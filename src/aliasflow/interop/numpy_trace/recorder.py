@@ -47,7 +47,7 @@ def _basic_key(k) -> bool:
 
 def _view_of(a, k):
     """``a[k]`` for a basic ``k`` as a view (a 0-d view where ``a[k]`` is a scalar)."""
-    if type(k) is slice:
+    if type(k) is slice or k is Ellipsis:
         return a[k]
     if type(k) is tuple:
         return a[k] if Ellipsis in k else a[k + (Ellipsis,)]
