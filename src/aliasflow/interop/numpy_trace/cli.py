@@ -48,6 +48,7 @@ def run_traced(script=None, module=None, argv=(), include=(), with_torch=True):
         roots = [os.path.dirname(os.path.abspath(origin))] if origin else []
     finder = RewritingFinder(roots, include, on_module=np_trace.modules.append,
                              on_import=on_import).install()
+    hook_before = sys.excepthook   # the runner's (typer installs one); the script may set its
     code = 0
     try:
         try:
@@ -60,10 +61,10 @@ def run_traced(script=None, module=None, argv=(), include=(), with_torch=True):
     except SystemExit as exc:
         code = _exit_code(exc)
     except KeyboardInterrupt as exc:
-        _print_uncaught(exc)
+        _print_uncaught(exc, hook_before)
         code = 130
     except BaseException as exc:  # noqa: BLE001 - the program's own failure, as Python shows it
-        _print_uncaught(exc)
+        _print_uncaught(exc, hook_before)
         code = 1
     stdlib = getattr(sys, "stdlib_module_names", frozenset())
     np_trace.not_rewritten = {m for m in finder.not_owned
@@ -85,14 +86,17 @@ def _exit_code(exc: SystemExit) -> int:
 _HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _print_uncaught(exc: BaseException) -> None:
+def _print_uncaught(exc: BaseException, hook_before) -> None:
     """Python's report of an uncaught exception: the traceback from the program's first
-    frame (the runner's frames left out), through ``sys.excepthook``."""
+    frame (the runner's frames left out), through the program's ``sys.excepthook`` if it
+    set one, else Python's own."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_HERE + os.sep):
         tb = tb.tb_next
+    exc.__traceback__ = tb
     sys.stdout.flush()
-    sys.excepthook(type(exc), exc, tb)
+    hook = sys.excepthook if sys.excepthook is not hook_before else sys.__excepthook__
+    hook(type(exc), exc, tb)
 
 
 def uses_arrays(np_trace, torch_trace) -> bool:

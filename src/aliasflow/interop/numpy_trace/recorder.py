@@ -254,6 +254,7 @@ class Recorder:
     def refused(self, entry, error):
         index = entry if type(entry) is int else entry.index
         self.errors[index] = f"{type(error).__name__}: {error}".split("\n")[0]
+        self.untracked_ops.pop(index, None)   # (NumPy's refusal is the reason)
         if type(entry) is Pending:
             entry.check = None
 
@@ -276,8 +277,33 @@ class Recorder:
         if type(entry) is Pending:
             entry.check = None
 
-    # ---- T[K] = V ----------------------------------------------------------------------------
+    # ---- entry points (the fast path's hooks): never raise -----------------------------------
     def store_item(self, a, k, v, site):
+        try:
+            return self._store_item(a, k, v, site)
+        except Exception as exc:  # noqa: BLE001 - an index NumPy will refuse, or our bug
+            return self.untracked(site, "setitem", exc)
+
+    def store_attr(self, a, name, v, site):
+        try:
+            return self._store_attr(a, name, v, site)
+        except Exception as exc:  # noqa: BLE001
+            return self.untracked(site, "set-" + str(name), exc)
+
+    def aug_target(self, a, k, site):
+        try:
+            return self._aug_target(a, k, site)
+        except Exception as exc:  # noqa: BLE001
+            return self.untracked(site, "aug-setitem", exc)
+
+    def call(self, f, site, args, kwargs):
+        try:
+            return self._call(f, site, args, kwargs)
+        except Exception as exc:  # noqa: BLE001
+            return self.untracked(site, "call", exc)
+
+    # ---- T[K] = V ----------------------------------------------------------------------------
+    def _store_item(self, a, k, v, site):
         if type(a) is not _ndarray:
             if type(a) is _flatiter:
                 return self.store_flat(a.base, k, v, site, "flat-setitem")
@@ -337,7 +363,7 @@ class Recorder:
         return self.emit(site, what, acc, check)
 
     # ---- T.real = V, T.imag = V, T.flat = V ----------------------------------------------------
-    def store_attr(self, a, name, v, site):
+    def _store_attr(self, a, name, v, site):
         if not isinstance(a, _ndarray):
             return None
         if name == "flat":
@@ -351,7 +377,7 @@ class Recorder:
         return self.assign(d, v, site, "set-" + name)
 
     # ---- T[K] op= V, x op= V -----------------------------------------------------------------
-    def aug_target(self, a, k, site):
+    def _aug_target(self, a, k, site):
         """The target of an augmented assignment, as a note still open (a list) until its
         right-hand side is known: ``[site, what, accesses, (array, addresses) or None]``."""
         if k is None:   # x op= V
@@ -379,6 +405,8 @@ class Recorder:
         return [site, "aug-setitem", acc, (a, addresses) if addresses.size > 1 else None]
 
     def aug_commit(self, note, value):
+        if type(note) is not list:   # not recorded (an index NumPy refuses)
+            return note
         site, what, acc, repeats = note
         if isinstance(value, _ndarray):
             acc.append(self.read("value", value))
@@ -400,7 +428,7 @@ class Recorder:
                 pending.check = _Nothing
 
     # ---- calls -------------------------------------------------------------------------------
-    def call(self, f, site, args, kwargs):
+    def _call(self, f, site, args, kwargs):
         handler = calls.handler(f)
         if handler is None:
             return None

@@ -29,13 +29,13 @@ def run_script(script, argv, as_json, html, console, errors, include=()) -> int:
         print(json.dumps(data, indent=2))
     elif not uses_arrays(np_trace, t):
         console.print(f"aliasflow: {script} used neither NumPy nor PyTorch: nothing to trace",
-                      highlight=False, markup=False)
+                      highlight=False, markup=False, soft_wrap=True)
     else:
         from ..numpy_trace.report import to_text as numpy_text
         if t is not None:
             from .report import to_text
             console.print(to_text(t), highlight=False, markup=False)
-        console.print(numpy_text(np_trace), highlight=False, markup=False)
+        console.print(numpy_text(np_trace), highlight=False, markup=False, soft_wrap=True)
     if html is not None:
         if t is None:
             errors.print("--html: the page shows PyTorch traces; this program imported no "
