@@ -134,8 +134,10 @@ def out_call(rec, f, site, args, kwargs, *, what, position, perform=None, elemen
         written = [_shift(_path(p), shift) for p, _ in outs]
         indices = [_shift(_path(p), shift) for p, x in reads
                    if p != ("self",) and x.dtype.kind in "biu" and not elementwise]
+        # np.choose writes a non-contiguous out as if it were contiguous: past the view too
+        guard = [o for _, o in outs if _discontiguous(o)] if what.endswith("choose") else ()
         return Check(perform or f, check_args, check_kwargs, written, overlapping=overlapping,
-                     indices=indices, exact=exact, shadow=not guarded)
+                     indices=indices, exact=exact, shadow=not guarded, guard=guard)
 
     if len(outs) > 1 and _outputs_overlap(rec, outs):
         note[3] = _Always(Outcome("hazard", "in-op-overlap", 0, None,

@@ -99,10 +99,10 @@ class Check:
     units in the last place (arithmetic, whose loops may round differently)."""
 
     __slots__ = ("perform", "args", "kwargs", "copies", "written", "indices", "exact",
-                 "overlapping", "self_overlap", "shadow")
+                 "overlapping", "self_overlap", "shadow", "guards")
 
     def __init__(self, perform, args, kwargs, written, overlapping=False, indices=(),
-                 exact=True, self_overlap=False, shadow=True):
+                 exact=True, self_overlap=False, shadow=True, guard=()):
         self.perform = perform
         self.args, self.kwargs = tuple(args), dict(kwargs)
         self.copies = (copy_tree(self.args), copy_tree(self.kwargs))
@@ -112,6 +112,8 @@ class Check:
         self.overlapping = overlapping
         self.self_overlap = self_overlap
         self.shadow = shadow   # False: NumPy guards the overlap; only its result is in doubt
+        # bytes past a written view that a kernel taking it for contiguous would write
+        self.guards = [g for g in (_guard(x) for x in guard) if g is not None]
 
     @staticmethod
     def _path(w):
@@ -122,6 +124,7 @@ class Check:
             return self._run()
         finally:
             self.args = self.kwargs = self.copies = None
+            self.guards = []
 
     def _run(self):
         cargs, ckw = self.copies
@@ -131,6 +134,14 @@ class Check:
         except Exception:  # noqa: BLE001 - copy semantics refuse what NumPy accepted
             return None
         trees = ((self.args, self.kwargs), (cargs, ckw))
+        for memory, start, before, mine in self.guards:
+            changed = (memory[start:start + before.size] != before) & ~mine
+            if changed.any():
+                where = int(np.flatnonzero(changed)[0])
+                return Outcome("wrong", "in-op-overlap" if self.overlapping else "kernel",
+                               int(changed.sum()),
+                               (None, int(memory[start + where]), int(before[where])),
+                               self.written[0][1:], self.overlapping)
         for path in self.written:
             got, expected = at_path(trees[0], path), at_path(trees[1], path)
             found = differences(got, expected, self.exact)
@@ -186,6 +197,30 @@ class Check:
             if differences(at_path((sargs, skw), path), at_path(before, path), self.exact):
                 return True
         return False
+
+
+def _guard(x):
+    """``(the owner's bytes, start, their values now, which are x's own)`` for the
+    ``x.size * itemsize`` bytes from ``x``'s first element, within its owner's memory; None
+    for an owner that is not one contiguous block."""
+    owner = x
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if not owner.flags.c_contiguous or x.size == 0:
+        return None
+    memory = owner.reshape(-1).view(np.uint8)
+    start = array_address(x) - array_address(owner)
+    stop = min(start + x.size * x.itemsize, owner.nbytes)
+    start = max(start, 0)
+    if stop <= start:
+        return None
+    mine = np.zeros(stop - start, bool)
+    offsets = np.zeros((), np.int64) + array_address(x) - array_address(owner) - start
+    for n, st in zip(x.shape, x.strides):
+        offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * st)
+    cells = np.add.outer(offsets.ravel(), np.arange(x.itemsize)).ravel()
+    mine[cells[(cells >= 0) & (cells < mine.size)]] = True
+    return memory, start, memory[start:stop].copy(), mine
 
 
 def _replace(tree, side, shadow):

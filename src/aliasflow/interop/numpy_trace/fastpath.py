@@ -174,6 +174,10 @@ def call(f, site, /, *args, **kwargs):
     return result
 
 
+API = ("setitem", "setattr", "aug_load", "aug_load_attr", "aug_store", "aug_name", "call",
+       "begin", "reset", "next_index", "count", "note", "detach")
+PURE = {name: globals()[name] for name in API}   # the reference, kept for the tests
+
 _compiled = load(__package__ + "._fastpath")
 if _compiled is not None:
     (setitem, setattr, aug_load, aug_load_attr, aug_store, aug_name, call, begin, reset,  # noqa: F811

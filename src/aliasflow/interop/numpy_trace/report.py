@@ -70,8 +70,11 @@ def to_text(trace, all: bool = False) -> str:
                 index = "".join(f"[{i}]" for i in f.example[0]) or "[()]"
                 what += f"; e.g. {f.names[0]}{index} is {f.example[1]!r}, expected " \
                         f"{_value(f.example[2])}"
-            elif f.example is not None:
+            elif f.example is not None and f.kind == "duplicate-index":
                 what += f"; values written to one element: {_value(f.example[2])}"
+            elif f.example is not None:
+                what += f"; it also wrote bytes outside {f.names[0]} (a byte is " \
+                        f"{f.example[1]}, was {f.example[2]})"
         else:
             what += f": {f.count} element(s)"
         if f.numpy:
