@@ -41,9 +41,9 @@ def compute_view_footprint(view: TensorView) -> list[int]:
 
 def __getattr__(name: str):
     # Heavy parts load on first use, so ``import aliasflow`` imports neither torch nor Dask
-    # nor Ray: ``af.trace`` (PyTorch) and ``af.distributed`` (Dask, Ray backends).
+    # nor Ray: ``af.trace`` (NumPy and PyTorch) and ``af.distributed`` (Dask, Ray backends).
     if name == "trace":
-        from .interop.torch_trace import trace
+        from .interop.numpy_trace.joint import trace
         return trace
     if name == "distributed":
         import importlib

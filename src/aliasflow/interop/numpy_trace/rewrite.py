@@ -271,10 +271,11 @@ class _Rewriter(ast.NodeTransformer):
         keywords = [k.arg for k in node.keywords]
         starred = any(isinstance(a, ast.Starred) for a in node.args)
         positional = sum(not isinstance(a, ast.Starred) for a in node.args)
-        if not may_write(name, positional, starred, set(keywords) - {None}):
-            return node
         if None in keywords:   # **kwargs: the runtime would raise its own TypeErrors
-            self.summary.note(self.summary.unwatched, "call with **kwargs", node.lineno)
+            if may_write(name, 1 << 30, True, set(keywords) - {None}):
+                self.summary.note(self.summary.unwatched, "call with **kwargs", node.lineno)
+            return node
+        if not may_write(name, positional, starred, set(keywords)):
             return node
         site = self.site(node, "call", self.call_names(node))
         return self.rt_call("call", [node.func, site] + node.args, node, node.keywords)
