@@ -2,7 +2,6 @@
 (by default), sees every write, and leaves the results as they are."""
 import textwrap
 
-import numpy as np
 import pytest
 
 from aliasflow.interop.numpy_trace.cli import run_traced

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import Check, DuplicateCheck, Outcome, duplicate_values
+from .checks import Check, Outcome, duplicate_values
 from .memory import (element_addresses, flat_addresses, internal_overlap, overlap,
                      same_elements)
 from .names import OUT_POSITION, _METHOD_OUT, _UFUNC_METHOD_OUT
@@ -359,7 +359,7 @@ def _whole(what, mode, self_target=True, position=0, name=None, when=None):
 
 def setfield(rec, f, site, args, kwargs):
     owner = f.__self__
-    val, dtype = _arg(args, kwargs, 0, "val"), _arg(args, kwargs, 1, "dtype")
+    dtype = _arg(args, kwargs, 1, "dtype")
     offset = _arg(args, kwargs, 2, "offset", 0)
     try:
         field = owner.getfield(dtype, offset)
@@ -439,5 +439,3 @@ def handler(f):
         return _RANDOM.get(name)
     return None
 
-
-__all__ = ["handler", "DuplicateCheck"]

@@ -179,11 +179,6 @@ API = ("setitem", "setattr", "aug_load", "aug_load_attr", "aug_store", "aug_name
 PURE = {name: globals()[name] for name in API}   # the reference, kept for the tests
 
 _compiled = load(__package__ + "._fastpath")
-if _compiled is not None:
-    (setitem, setattr, aug_load, aug_load_attr, aug_store, aug_name, call, begin, reset,  # noqa: F811
-     next_index, count, note, detach) = (
-        _compiled.setitem, _compiled.setattr, _compiled.aug_load, _compiled.aug_load_attr,
-        _compiled.aug_store, _compiled.aug_name, _compiled.call, _compiled.begin,
-        _compiled.reset, _compiled.next_index, _compiled.count, _compiled.note,
-        _compiled.detach)
+if _compiled is not None:   # the compiled functions replace the reference's, name by name
+    globals().update({name: getattr(_compiled, name) for name in API})
 COMPILED = _compiled is not None

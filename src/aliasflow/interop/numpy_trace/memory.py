@@ -115,20 +115,6 @@ def flat_addresses(a: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return total
 
 
-def addresses_layout(addresses: np.ndarray, like):
-    """The layout covering exactly the elements at ``addresses`` when they form one strided
-    run (then a record can say exactly what was written), else None."""
-    flat = np.ravel(addresses)
-    if flat.size == 0:
-        return None
-    if flat.size == 1:
-        return (int(flat[0]), (1,), (like[3].itemsize,), like[3], like[4])
-    steps = np.diff(flat)
-    if (steps == steps[0]).all() and steps[0] != 0:
-        return (int(flat[0]), (int(flat.size),), (int(steps[0]),), like[3], like[4])
-    return None
-
-
 def element_starts(lay) -> np.ndarray:
     """Start address of every element of a layout, with repeats (brute force)."""
     starts = np.full((), lay[0], dtype=np.int64)

@@ -265,18 +265,6 @@ class Recorder:
         self.untracked_ops[index] = f"{type(exc).__name__}: {exc}".split("\n")[0]
         return index
 
-    def untrack(self, entry, exc):
-        if type(entry) is list:
-            return
-        index = entry if type(entry) is int else entry.index
-        if index not in self.notes:
-            return
-        site, what, _, _ = self.notes[index]
-        self.notes[index] = (site, what, (), None)
-        self.untracked_ops[index] = f"{type(exc).__name__}: {exc}".split("\n")[0]
-        if type(entry) is Pending:
-            entry.check = None
-
     # ---- entry points (the fast path's hooks): never raise -----------------------------------
     def store_item(self, a, k, v, site):
         try:

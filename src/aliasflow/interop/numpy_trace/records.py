@@ -24,6 +24,7 @@ from ...core.record import Access, OpRecord
 from ...core.storage import Storage
 from ...core.view import Tensor, TensorView
 from .memory import layout_extent
+from .recorder import no_gc
 from .runtime import SITES
 
 
@@ -94,6 +95,11 @@ def op_name(index, note) -> str:
 def build(recorder, names, indices=None) -> list:
     """Every note as a record, in program order (or those at ``indices``). ``names(index,
     label) -> text`` names an access as the user wrote it."""
+    with no_gc():   # many small objects and none of them garbage: no collections meanwhile
+        return _build(recorder, names, indices)
+
+
+def _build(recorder, names, indices):
     if indices is None:
         pairs = list(enumerate(recorder.ops))
         memory = Memory(recorder)

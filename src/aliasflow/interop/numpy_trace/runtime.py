@@ -16,8 +16,11 @@ import sys
 
 import numpy as np
 
-from .fastpath import (aug_load, aug_load_attr, aug_name, aug_store, call, setattr,  # noqa: F401
+from .fastpath import (aug_load, aug_load_attr, aug_name, aug_store, call, setattr,
                        setitem)
+
+__all__ = ["aug_load", "aug_load_attr", "aug_name", "aug_store", "call", "setattr", "setitem",
+           "slice", "born", "bind", "install", "SITES", "Site", "register_site"]
 
 slice = builtins.slice   # noqa: A001 - what ``a[1:2]`` builds, unshadowable here
 
