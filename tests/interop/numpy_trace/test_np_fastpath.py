@@ -1,5 +1,7 @@
 """The compiled runtime (``_fastpath``) against its pure-Python reference (``fastpath.py``):
 the same programs give the same notes (operations, accesses, exact layouts, outcomes)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -8,9 +10,19 @@ from aliasflow.interop.numpy_trace.rewrite import rewrite
 from aliasflow.interop.numpy_trace.trace import Trace
 from np_overlap_cases import FAMILIES
 
-pytestmark = [pytest.mark.skipif(not fastpath.COMPILED, reason="_fastpath is not built"),
-              pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")]
+PURE = os.environ.get("AF_PURE", "") not in ("", "0")
+needs_compiled = pytest.mark.skipif(not fastpath.COMPILED, reason="_fastpath not in use")
+pytestmark = pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
 runtime.install()
+
+
+def test_fastpath_extension_built():
+    """Fails when the NumPy tracer's compiled runtime did not build (unless AF_PURE=1)."""
+    if PURE:
+        assert not fastpath.COMPILED
+        return
+    from aliasflow.interop.numpy_trace import _fastpath  # the import error, if any, is the message
+    assert fastpath.COMPILED and runtime.setitem is _fastpath.setitem
 
 EXTRA = [
     "d[0] = s[0]", "d[...] = 1.5", "d[1:] = d[:-1]", "d[::-1] = s", "x = d; x += 1",
@@ -49,6 +61,7 @@ def pure(monkeypatch):
     return use
 
 
+@needs_compiled
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
 def test_same_notes_as_the_reference(family, pure):
     code, _ = rewrite(family.code + "\n", "<case>", runtime.register_site)
@@ -67,6 +80,7 @@ def test_same_notes_as_the_reference(family, pure):
         assert _notes(code, ns, buf) == compiled
 
 
+@needs_compiled
 @pytest.mark.parametrize("statement", EXTRA)
 def test_same_notes_on_common_statements(statement, pure):
     code, _ = rewrite(statement + "\n", "<stmt>", runtime.register_site)

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from aliasflow.interop.numpy_trace import fastpath
 from repo import ROOT
 
 pytest.importorskip("torch")
@@ -27,6 +28,7 @@ PROGRAM = """
     """
 
 
+@pytest.mark.skipif(not fastpath.COMPILED, reason="pure runtime (AF_PURE=1): its frames show in tracebacks")
 def test_both_traces_from_one_run(tmp_path):
     script = tmp_path / "mixed.py"
     script.write_text(textwrap.dedent(PROGRAM).lstrip())

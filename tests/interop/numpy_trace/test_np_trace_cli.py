@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from aliasflow.interop.numpy_trace import fastpath
 from repo import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -64,6 +65,7 @@ def program(tmp_path):
     return write(tmp_path / "prog.py", SCRIPT)
 
 
+@pytest.mark.skipif(not fastpath.COMPILED, reason="pure runtime (AF_PURE=1): its frames show in tracebacks")
 @pytest.mark.parametrize("args", [(), ("--exit",), ("--boom",)])
 def test_same_output_exceptions_and_exit_code(program, args, tmp_path):
     want = plain(program, *args, cwd=tmp_path)
