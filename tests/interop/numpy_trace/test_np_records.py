@@ -97,3 +97,17 @@ def test_torch_from_numpy_shares_addresses():
     torch_write = next(acc for op in t.torch.ops for acc in op.accesses if acc.mode == "W")
     assert np_bytes.tensor.storage.address <= torch_write.ref.start < \
         np_bytes.tensor.storage.address + np_bytes.tensor.storage.nbytes
+
+
+def test_order_facts_only_on_request():
+    a = np.arange(10.)
+    t = traced("""
+        v = a[2:6]
+        a[:4] = 1.0
+        b = np.zeros(4)
+        np.add(v, 1, out=b)
+        """, {"np": np, "a": a})
+    assert t.findings() == []
+    order = t.findings(all=True)
+    assert [(f.severity, f.kind) for f in order] == [("order", "RAW")]
+    assert order[0].lines == ["<rec>:3", "<rec>:5"]
