@@ -77,6 +77,22 @@ def random_view(rng, buf, shape=None, dtype=None, aligned=None, ndim=None):
     return None
 
 
+def shifted_view(rng, buf, d, shape):
+    """A view of ``shape`` with ``d``'s dtype, walking ``d``'s memory order (its flattened
+    elements when ``d`` is one-dimensional) from a few elements before or after ``d``'s
+    first one: the shifts programs write (``a[1:] = a[:-1]``, ``np.place(a, m, a[:-1])``)."""
+    if d.ndim != 1 or d.shape[0] < 1:
+        return None
+    step = d.strides[0] or d.itemsize
+    start = address(d) - address(buf) + int(rng.choice([-2, -1, 1, 2])) * step
+    n = int(np.prod(shape))
+    ends = [start, start + step * (n - 1)] if n else [start]
+    if min(ends) < 0 or max(ends) + d.itemsize > buf.nbytes:
+        return None
+    flat = np.ndarray((n,), d.dtype, buffer=buf, offset=start, strides=(step,))
+    return flat.reshape(shape) if shape != (n,) else flat
+
+
 def relayout(v, buf, other):
     """The view of ``other`` laid out as ``v`` is in ``buf``."""
     return np.ndarray(v.shape, v.dtype, buffer=other, offset=address(v) - address(buf),
@@ -162,13 +178,22 @@ def _same_or_other(rng, d):
     return d.dtype if rng.random() < 0.6 else None
 
 
+def _source(rng, buf, d, shape):
+    """Half the time a shifted view of ``d``'s own memory, else any view of the buffer."""
+    if rng.random() < 0.5:
+        s = shifted_view(rng, buf, d, shape)
+        if s is not None:
+            return s
+    return random_view(rng, buf, shape=shape, dtype=_same_or_other(rng, d))
+
+
 def _pair(nbytes=96, **kw):
     def make(rng):
         buf = fresh_buffer(rng, nbytes)
         d = random_view(rng, buf, **kw)
         if d is None:
             return None
-        s = random_view(rng, buf, shape=d.shape, dtype=_same_or_other(rng, d))
+        s = _source(rng, buf, d, d.shape)
         return None if s is None else (buf, {"d": d, "s": s}, ["d"])
     return make
 
@@ -205,7 +230,8 @@ def _masked(nbytes=128, scalar=False):
         k = int(m.sum())
         if not k:
             return None
-        s = random_view(rng, buf, shape=() if scalar else (k,), dtype=_same_or_other(rng, d))
+        s = random_view(rng, buf, shape=(), dtype=_same_or_other(rng, d)) if scalar else \
+            _source(rng, buf, d, (k,))
         return None if s is None else (buf, {"d": d, "s": s, "m": m}, ["d"])
     return make
 
@@ -224,7 +250,7 @@ def _flat(index):
             a = int(rng.integers(0, n))
             key = slice(a, int(rng.integers(a + 1, n + 1)))
             k = key.stop - key.start
-        s = random_view(rng, buf, shape=(k,), dtype=_same_or_other(rng, d))
+        s = _source(rng, buf, d, (k,))
         return None if s is None else (buf, {"d": d, "s": s, "k": key}, ["d"])
     return make
 
@@ -279,11 +305,46 @@ def _scatter(kind):
                 (int(rng.integers(1, 6)),)
             if kind == "place" and not ns["m"].any():
                 return None
-        s = random_view(rng, buf, shape=shape, dtype=_same_or_other(rng, d))
+        s = _source(rng, buf, d, shape)
         if s is None:
             return None
         ns["s"] = s
         return buf, ns, ["d"]
+    return make
+
+
+def _place_shifted(rng):
+    """np.place reads its values in order while writing the selected places: a source that
+    is the target shifted by an element or two reads what it already wrote."""
+    buf = fresh_buffer(rng, 128)
+    d = random_view(rng, buf, ndim=1)
+    if d is None:
+        return None
+    m = rng.random(d.shape) < 0.8
+    k = int(m.sum())
+    s = shifted_view(rng, buf, d, (k,)) if k else None
+    return None if s is None else (buf, {"d": d, "s": s, "m": m}, ["d"])
+
+
+def _unary_strided(dtypes, out_dtype=None):
+    """A one-input ufunc from a strided input into a strided output (NumPy 2.4.6's kernel
+    bugs: ``np.negative`` of 4- and 8-byte types, ``np.isfinite`` into booleans)."""
+    def make(rng):
+        dt = np.dtype(dtypes[rng.integers(len(dtypes))])
+        n = int(rng.integers(8, 40))
+        si, so = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+        if rng.random() < 0.3:
+            si = -si
+        buf = fresh_buffer(rng, n * 9 * dt.itemsize + 64)
+        x = np.ndarray((n,), dt, buffer=buf, offset=0 if si > 0 else (n - 1) * -si *
+                       dt.itemsize, strides=(si * dt.itemsize,))
+        od = np.dtype(out_dtype or dt)
+        out_base = n * 8 * dt.itemsize + 8
+        span = (n - 1) * so * od.itemsize + od.itemsize
+        if out_base + span > buf.nbytes:
+            return None
+        d = np.ndarray((n,), od, buffer=buf, offset=out_base, strides=(so * od.itemsize,))
+        return buf, {"d": d, "x0": x}, ["d"]
     return make
 
 
@@ -439,8 +500,12 @@ FAMILIES = [
     Family("add", "np.add(x0, x1, out=d)", _ufunc(2), exact=False, guarded=True),
     Family("add-where", "np.add(x0, x1, out=d, where=m)", _ufunc(2, where=True), exact=False),
     Family("sqrt", "np.sqrt(x0, out=d)", _ufunc(1), exact=False, guarded=True),
-    Family("isfinite", "np.isfinite(x0, out=d)", _ufunc(1, nbytes=512, length=40),
+    Family("isfinite", "np.isfinite(x0, out=d)", _unary_strided(["f4", "f8"], "?"),
            guarded=True),
+    Family("negative-strided", "np.negative(x0, out=d)", _unary_strided(["f4", "i4", "f8",
+                                                                          "i8", "i2"]),
+           guarded=True),
+    Family("place-shifted", "np.place(d, m, s)", _place_shifted),
     Family("aug-add", "d += x0", _ufunc(1), exact=False, guarded=True),
     Family("aug-row", "d[i] -= s", _row, exact=False, guarded=True),
     Family("aug-fancy", "d[idx] += s", _fancy, exact=False),

@@ -53,6 +53,13 @@ BUGS = {
         a = np.arange(8)
         i = np.arange(1, 8)
         a.flat[i] = a[:7]""", "a", [0, 0, 1, 2, 3, 4, 5, 6], "in-op-overlap"),
+    "set-flat": ("""
+        a = np.arange(6)
+        a.flat = a[1:]""", "a", [1, 2, 3, 4, 5, 1], "in-op-overlap"),
+    # np.place reads its values in order while it writes the selected places
+    "place": ("""
+        a = np.arange(8)
+        np.place(a, a > 0, a[:-1])""", "a", [0, 0, 1, 2, 3, 4, 5, 6], "in-op-overlap"),
     # NumPy's fill_diagonal writes through .flat
     "fill-diagonal": ("""
         a = np.arange(9).reshape(3, 3)
