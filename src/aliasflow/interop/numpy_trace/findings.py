@@ -14,8 +14,10 @@ Classes, most serious first:
   repeated indices (``a[i] += 1`` adds once per distinct index).
 - ``stale-view``: a read through a view made before a write changed some of its bytes
   through another view: in one statement (``a[0], a[1] = a[1], a[0]`` with rows), or a
-  named view whose old bytes the program evidently meant to keep (the write and the read
-  move data back to where it came from: a swap through a temporary that was a view).
+  named view whose old bytes the program evidently meant to keep: first read only after
+  the write, and moving data back to where the write took it from (a swap through a
+  temporary that was a view). A view read before the write (an iteration over live memory)
+  is meant as a view.
 - ``order``: every other implicit flow between two operations through different views
   (off by default: ``findings(all=True)``).
 
@@ -220,6 +222,7 @@ def stale_views(recorder) -> list[Observation]:
                 accs.append(a)
     found = []
     checked = {}   # a read view -> op index up to which no write made it stale
+    first_read = {}   # a named view -> the op that first read it
     for j, note in enumerate(ops):
         if j in errors:
             continue
@@ -229,6 +232,7 @@ def stale_views(recorder) -> list[Observation]:
             count, how = read[4]
             lay = read[2]
             key = lay[:4]
+            first = first_read.setdefault((key, count), j)
             start = max(count, checked.get(key, count))
             keys, accs = writes.get(lay[4], ((), ()))
             hit = None
@@ -237,7 +241,9 @@ def stale_views(recorder) -> list[Observation]:
                 if not overlap(w[2], lay):
                     continue
                 i = keys[k]
-                if how == "statement" or _round_trip(ops[i], note, lay):
+                # a named view the program read before the write is one it keeps using as
+                # a view (an iteration over live memory), not one it took for a copy
+                if how == "statement" or (first > i and _round_trip(ops[i], note, lay)):
                     hit = (i, w)
                     break
             if hit is None:
