@@ -11,8 +11,8 @@ __all__ = ["Trace", "trace", "Finding"]
 
 
 def __getattr__(name):
-    # torch loads with the tracer, not with the package: ``aliasflow trace`` imports the
-    # package's ``cli`` and starts the tracer only once the traced program imports torch
+    # torch loads with the tracer, not with the package: ``aliasflow trace`` starts the
+    # PyTorch tracer only once the traced program imports torch
     if name in ("Trace", "trace"):
         from . import tracer
         return getattr(tracer, name)
