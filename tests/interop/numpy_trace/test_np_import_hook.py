@@ -18,6 +18,15 @@ def write(path, source):
     return path
 
 
+@pytest.fixture(autouse=True)
+def forget_new_modules():
+    """The modules these programs import are gone afterwards (other tests use the names)."""
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
 @pytest.fixture
 def project(tmp_path):
     write(tmp_path / "app" / "mine.py", """
@@ -26,9 +35,9 @@ def project(tmp_path):
             a[1:] = a[:-1]
             return a
         """)
-    write(tmp_path / "app" / "pkg" / "__init__.py", "from .inner import g\n")
-    write(tmp_path / "app" / "pkg" / "inner.py", "def g(a):\n    a[0] = 5\n    return a\n")
-    write(tmp_path / "app" / "pkg" / "data.txt", "resource\n")
+    write(tmp_path / "app" / "hookpkg" / "__init__.py", "from .inner import g\n")
+    write(tmp_path / "app" / "hookpkg" / "inner.py", "def g(a):\n    a[0] = 5\n    return a\n")
+    write(tmp_path / "app" / "hookpkg" / "data.txt", "resource\n")
     write(tmp_path / "lib" / "site-packages" / "theirs.py", """
         def h(a):
             a[0] = 1
@@ -46,18 +55,16 @@ def _names(module):
     return names
 
 
-def test_owned_modules_rewritten_others_untouched(project, monkeypatch):
+def test_owned_modules_rewritten_others_untouched(project):
     script = write(project / "app" / "main.py", """
         import sys, json, importlib.resources
         sys.path[1:1] = [sys.argv[1], sys.argv[2]]
         import numpy as np
-        import mine, pkg, theirs, other
-        print(mine.f(np.arange(4)).tolist(), pkg.g(np.arange(3)).tolist(),
+        import mine, hookpkg, theirs, other
+        print(mine.f(np.arange(4)).tolist(), hookpkg.g(np.arange(3)).tolist(),
               theirs.h(np.arange(2)).tolist(), other.k(np.arange(2)).tolist(),
-              importlib.resources.files("pkg").joinpath("data.txt").read_text().strip())
+              importlib.resources.files("hookpkg").joinpath("data.txt").read_text().strip())
         """)
-    for name in ("mine", "pkg", "pkg.inner", "theirs", "other"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
     code, trace, _ = run_traced(script=str(script), argv=[
         str(project / "lib" / "site-packages"), str(project / "elsewhere")])
     assert code == 0
@@ -74,14 +81,13 @@ def test_owned_modules_rewritten_others_untouched(project, monkeypatch):
     assert not any(isinstance(f, RewritingFinder) for f in sys.meta_path)
 
 
-def test_include_names_a_package_to_rewrite(project, monkeypatch):
+def test_include_names_a_package_to_rewrite(project):
     script = write(project / "app" / "use.py", """
         import sys
         sys.path.insert(1, sys.argv[1])
         import numpy as np, theirs
         theirs.h(np.arange(2))
         """)
-    monkeypatch.delitem(sys.modules, "theirs", raising=False)
     code, trace, _ = run_traced(script=str(script), argv=[str(project / "lib" /
                                                              "site-packages")],
                                 include=("theirs",))

@@ -1,5 +1,6 @@
 """``aliasflow trace`` on NumPy scripts, in a subprocess: the script's own stdout, stderr and
-exit code are those of ``python script.py`` (the report follows on stdout)."""
+exit status are those of ``python script.py`` (the report follows on stdout; with findings
+at or above ``--fail-on`` a clean program's status is 1, the command line's rule)."""
 import json
 import os
 import subprocess
@@ -69,14 +70,16 @@ def program(tmp_path):
 @pytest.mark.parametrize("args", [(), ("--exit",), ("--boom",)])
 def test_same_output_exceptions_and_exit_code(program, args, tmp_path):
     want = plain(program, *args, cwd=tmp_path)
-    got = traced(program, *args, cwd=tmp_path)
+    got = traced(program, *args, cwd=tmp_path, options=("--fail-on", "none"))
     assert got.returncode == want.returncode
     assert got.stderr == want.stderr           # tracebacks, warnings: line for line
     assert got.stdout.startswith(want.stdout)
     report = got.stdout[len(want.stdout):]
-    assert "prog.py:6: a[1] = a[:, 3]" in report
-    assert "wrong (in-op-overlap): a[1], a[:, 3]" in report
+    assert "prog.py:6: wrong in-op-overlap: setitem#0: 1 element(s) of a[1], a[:, 3], " \
+        "1 differ" in report
     assert "watched: prog.py, helper.py" in report
+    # the wrong result fails a clean run; the program's own failure status wins
+    assert traced(program, *args, cwd=tmp_path).returncode == (want.returncode or 1)
 
 
 def test_json_findings(program, tmp_path):
@@ -89,6 +92,7 @@ def test_json_findings(program, tmp_path):
     assert finding["differs"] == 1 and finding["count"] == 1 and finding["occurrences"] == 1
     assert finding["example"] == {"index": [1], "got": 15, "expected": 7}
     assert finding["hint"]
+    assert data["summary"]["by_severity"] == {"wrong": 1}
     numpy_part = data["numpy"]
     assert numpy_part["schema_version"] == 1
     assert numpy_part["watched"]["modules"] == ["prog.py", "helper.py"]
@@ -104,8 +108,8 @@ def test_script_without_arrays_gets_one_line(tmp_path):
         """)
     got = traced(script, cwd=tmp_path)
     assert got.returncode == 0
-    assert got.stdout.splitlines() == ["45", f"aliasflow: {script} used neither NumPy nor "
-                                             f"PyTorch: nothing to trace"]
+    assert got.stdout.splitlines() == ["45", "aliasflow: the program used neither NumPy nor "
+                                             "PyTorch: nothing to trace"]
 
 
 def test_installed_packages_are_watched_only_when_included(tmp_path):
@@ -138,5 +142,5 @@ def test_installed_packages_are_watched_only_when_included(tmp_path):
 
 def test_nothing_is_written_next_to_the_script(program, tmp_path):
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    assert traced(program, cwd=tmp_path).returncode == 0
+    assert traced(program, cwd=tmp_path, options=("--fail-on", "none")).returncode == 0
     assert sorted(p.name for p in tmp_path.rglob("*")) == before   # no __pycache__

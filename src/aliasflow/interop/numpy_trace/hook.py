@@ -8,8 +8,9 @@ compiled in memory: nothing is written anywhere (no ``__pycache__`` entry of the
 code, which would then be loaded by a run without the tracer), and compiled code of the
 original is never read for an owned module.
 
-:func:`run_main` runs a script or a module as ``__main__`` the way ``python script.py`` and
-``python -m module`` do (``sys.argv``, ``sys.path[0]``, ``__file__``, ``__spec__``).
+:func:`run_path` and :func:`run_module` are runpy's, with the main module's code rewritten:
+a tracer hands them to the command line's script runner (``interop/script.py``), which sets
+``sys.argv`` and ``sys.path`` as ``python`` would.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class RewritingFinder(importlib.abc.MetaPathFinder):
         self.packages = set(packages)
         self.on_module = on_module or (lambda summary: None)
         self.on_import = dict(on_import or {})
-        self.not_owned: set = set()   # top-level names imported from elsewhere
+        self.owned: set = set()   # top-level names of the modules rewritten
 
     def owns(self, name: str, origin: str) -> bool:
         top = name.split(".")[0]
@@ -76,13 +77,10 @@ class RewritingFinder(importlib.abc.MetaPathFinder):
             return self._announce(name, path, target)
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-            if spec is not None and "." not in name:
-                self.not_owned.add(name)
             return None
         if not self.owns(name, spec.origin):
-            if "." not in name:
-                self.not_owned.add(name)
             return None
+        self.owned.add(name.split(".")[0])
         loader = _RewritingLoader(name, spec.origin, self.on_module)
         return importlib.util.spec_from_file_location(
             name, spec.origin, loader=loader,
@@ -131,50 +129,54 @@ class _Announcing:
         return getattr(self._loader, name)
 
 
-def run_main(script=None, module=None, argv=(), on_main=None):
-    """Run ``script`` (a path) or ``module`` (a dotted name) as ``__main__``, rewritten, as
-    ``python script.py argv...`` / ``python -m module argv...`` would. ``on_main(summary)``
-    gets the main module's rewrite summary. Exceptions propagate; ``sys.argv``,
-    ``sys.path[0]`` and ``sys.modules['__main__']`` are restored afterwards."""
-    if script is not None:
-        path = os.path.abspath(script)
-        with open(path, "rb") as f:
-            source = importlib.util.decode_source(f.read())
-        spec, name0 = None, path
-        sys_path0 = os.path.dirname(os.path.realpath(path))
-        loader = importlib.machinery.SourceFileLoader("__main__", path)
-        package = None
-    else:
-        spec = importlib.util.find_spec(module)
+def run_path(path, run_name="__main__", on_main=None):
+    """``runpy.run_path`` for a script file, its code rewritten: run as module ``run_name``
+    with ``sys.argv[0]`` the path, as runpy does (the caller sets the rest of ``sys.argv``
+    and ``sys.path``). ``on_main(summary)`` gets the rewrite summary. Returns the module's
+    globals."""
+    path = os.fspath(path)   # as given, as runpy keeps it (tracebacks and lines show it so)
+    with open(path, "rb") as f:
+        source = importlib.util.decode_source(f.read())
+    loader = importlib.machinery.SourceFileLoader(run_name, path)
+    return _run(source, path, run_name, None, loader, None, path, on_main)
+
+
+def run_module(mod_name, run_name="__main__", alter_sys=True, on_main=None):
+    """``runpy.run_module``, the module's code rewritten (a package runs its ``__main__``);
+    with ``alter_sys``, ``sys.argv[0]`` is the module's file meanwhile, as runpy makes it."""
+    spec = importlib.util.find_spec(mod_name)
+    if spec is None or spec.origin is None:
+        raise ImportError(f"No module named {mod_name}", name=mod_name)
+    if spec.submodule_search_locations is not None:   # a package: its __main__
+        mod_name = mod_name + ".__main__"
+        spec = importlib.util.find_spec(mod_name)
         if spec is None or spec.origin is None:
-            raise ImportError(f"No module named {module}")
-        if spec.submodule_search_locations is not None:   # a package: its __main__
-            module = module + ".__main__"
-            spec = importlib.util.find_spec(module)
-        path = spec.origin
-        source = spec.loader.get_source(module)
-        name0, sys_path0 = path, os.getcwd()
-        loader = spec.loader
-        package = module.rpartition(".")[0]
+            raise ImportError(f"No module named {mod_name}", name=mod_name)
+    source = spec.loader.get_source(mod_name)
+    return _run(source, spec.origin, run_name, spec, spec.loader,
+                mod_name.rpartition(".")[0], spec.origin if alter_sys else None, on_main)
+
+
+def _run(source, path, run_name, spec, loader, package, argv0, on_main):
     code, summary = rewrite(source, path, runtime.register_site)
     if on_main is not None:
         on_main(summary)
-    main = types.ModuleType("__main__")
+    main = types.ModuleType(run_name)
     main.__dict__.update({"__file__": path, "__cached__": None, "__loader__": loader,
                           "__package__": package, "__spec__": spec,
                           "__builtins__": sys.modules["builtins"]})
-    saved = (sys.argv, sys.path[0] if sys.path else None, sys.modules.get("__main__"))
-    sys.argv = [name0] + list(argv)
-    if sys.path:
-        sys.path[0] = sys_path0
-    else:
-        sys.path.append(sys_path0)
-    sys.modules["__main__"] = main
+    saved_argv0 = sys.argv[0] if sys.argv else None
+    saved_main = sys.modules.get(run_name)
+    if argv0 is not None and sys.argv:
+        sys.argv[0] = argv0
+    sys.modules[run_name] = main
     try:
         exec(code, main.__dict__)
     finally:
-        sys.argv = saved[0]
-        if saved[1] is not None:
-            sys.path[0] = saved[1]
-        if saved[2] is not None:
-            sys.modules["__main__"] = saved[2]
+        if argv0 is not None and sys.argv:
+            sys.argv[0] = saved_argv0
+        if saved_main is not None:
+            sys.modules[run_name] = saved_main
+        else:
+            sys.modules.pop(run_name, None)
+    return main.__dict__

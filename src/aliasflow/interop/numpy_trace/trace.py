@@ -150,9 +150,10 @@ class Trace:
         """op index -> why NumPy refused the operation."""
         return dict(self.recorder.errors)
 
-    def to_json(self) -> dict:
+    def to_json(self, all: bool = False) -> dict:
+        """The trace as JSON: what was watched, refused, not recorded, and the findings."""
         from .report import to_json
-        return to_json(self)
+        return dict(to_json(self), findings=[f.to_json() for f in self.findings(all)])
 
     def __repr__(self) -> str:
         return f"numpy_trace.Trace({len(self)} operations)"

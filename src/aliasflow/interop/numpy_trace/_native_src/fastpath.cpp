@@ -74,6 +74,15 @@ PyObject *s_store_item, *s_store_attr, *s_aug_target, *s_aug_commit, *s_aug_valu
 
 bool recording() { return g_hooks != nullptr; }
 
+// *slots[k] = the interned string keys[k] (the hooks' method names); false with an error set
+bool intern_all(const char* const* keys, PyObject** const* slots, int n) {
+    for (int k = 0; k < n; ++k) {
+        *slots[k] = PyUnicode_InternFromString(keys[k]);
+        if (!*slots[k]) return false;
+    }
+    return true;
+}
+
 // the code of a dtype, ufunc or operation name (registered on first sight)
 int64_t code_of(PyObject* obj) {
     PyObject* c = PyDict_GetItemWithError(g_codes, obj);
@@ -772,7 +781,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyObject** slots[] = {&s_store_item, &s_store_attr, &s_aug_target, &s_aug_commit,
                           &s_aug_value,  &s_call,       &s_complete,   &s_refused,
                           &s_owner,      &s_setitem,    &s_aug_setitem, &s_aug_name, &s_out};
-    if (!afpy::intern_all(keys, slots, 13)) return nullptr;
+    if (!intern_all(keys, slots, 13)) return nullptr;
     HandleType = (PyTypeObject*)PyType_FromSpec(&handle_spec);
     if (!HandleType) return nullptr;
     return PyModule_Create(&module);
