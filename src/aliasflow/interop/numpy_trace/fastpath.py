@@ -14,6 +14,8 @@ operation name this file as well as the user's line).
 - ``aug_name(x, v, op, site)``: ``x op= v`` (returns the new ``x``)
 - ``call(f, site, *args, **kwargs)``: ``f(*args, **kwargs)``
 - ``begin(hooks or None, owners, views, codes, objects, unwrapped)``, ``reset()``,
+  where ``hooks`` is a tuple of the recorder's functions in :data:`HOOKS` order (the compiled
+  module calls them by position: it looks up no attribute of ours by name),
   ``next_index()``, ``count(table=None)``, ``note(i, table=None)``, ``detach()``: the
   recorder's side (``note`` is None here: every note of this reference is the recorder's
   own; ``detach`` hands over what was recorded when a trace ends).
@@ -30,6 +32,11 @@ from ...solver.native import load
 INPLACE = (operator.iadd, operator.isub, operator.imul, operator.itruediv,
            operator.ifloordiv, operator.imod, operator.ipow, operator.ilshift,
            operator.irshift, operator.ior, operator.ixor, operator.iand, operator.imatmul)
+
+#: the recorder's functions, in the order ``begin`` takes them
+HOOKS = ("store_item", "store_attr", "aug_target", "aug_commit", "aug_value", "call",
+         "complete", "refused", "owner")
+_HOOK = {name: k for k, name in enumerate(HOOKS)}
 
 _hooks = None
 _count = 0
@@ -71,7 +78,7 @@ def detach():
 
 def _hook(name, *args):
     try:
-        return getattr(_hooks, name)(*args)
+        return _hooks[_HOOK[name]](*args)
     except Exception:  # noqa: BLE001 - never the program's failure
         return None
 

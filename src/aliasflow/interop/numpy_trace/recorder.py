@@ -137,7 +137,8 @@ class Recorder:
 
     def resume(self):
         from .runtime import _unwrapped
-        fastpath.begin(self, self.owners, self.views, self.codes, self.objects, _unwrapped)
+        fastpath.begin(tuple(getattr(self, name) for name in fastpath.HOOKS), self.owners,
+                       self.views, self.codes, self.objects, _unwrapped)
 
     def stop(self):
         fastpath.begin(None, self.owners, self.views, self.codes, self.objects, {})

@@ -62,19 +62,23 @@ std::vector<Acc>& g_acc = g_table.acc;
 std::vector<int64_t>& g_dims = g_table.dims;
 const char* TABLE = "aliasflow.numpy_trace.table";
 
-PyObject* g_hooks = nullptr;    // the recorder, or nullptr when nothing records
+// the recorder's functions in fastpath.HOOKS order (called by position), or all nullptr when
+// nothing records
+enum Hook { H_STORE_ITEM, H_STORE_ATTR, H_AUG_TARGET, H_AUG_COMMIT, H_AUG_VALUE, H_CALL,
+            H_COMPLETE, H_REFUSED, H_OWNER, N_HOOKS };
+PyObject* g_hooks[N_HOOKS] = {};
 PyObject* g_owners = nullptr;   // id(owner) -> (weakref, gen)
 PyObject* g_views = nullptr;    // id(view) -> ...: reads through these go to the hooks
 PyObject* g_codes = nullptr;    // dtype / ufunc / str -> code (shared with Python)
 PyObject* g_objects = nullptr;  // code -> dtype / ufunc / str
 PyObject* g_unwrapped = nullptr;  // id(a trace's wrapper of a NumPy function) -> the function
 
-PyObject *s_store_item, *s_store_attr, *s_aug_target, *s_aug_commit, *s_aug_value, *s_call,
-    *s_complete, *s_refused, *s_owner, *s_setitem, *s_aug_setitem, *s_aug_name, *s_out;
+// operation names (codes of the table) and the keyword "out"
+PyObject *s_setitem, *s_aug_setitem, *s_aug_name, *s_out;
 
-bool recording() { return g_hooks != nullptr; }
+bool recording() { return g_hooks[0] != nullptr; }
 
-// *slots[k] = the interned string keys[k] (the hooks' method names); false with an error set
+// *slots[k] = the interned string keys[k]; false with an error set
 bool intern_all(const char* const* keys, PyObject** const* slots, int n) {
     for (int k = 0; k < n; ++k) {
         *slots[k] = PyUnicode_InternFromString(keys[k]);
@@ -121,7 +125,7 @@ bool capture(PyObject* x, Lay& lay) {
         lay.gen = PyLong_AsLongLong(gen);
     } else {
         if (PyErr_Occurred()) return false;
-        Ref g(PyObject_CallMethodOneArg(g_hooks, s_owner, owner));
+        Ref g(PyObject_CallOneArg(g_hooks[H_OWNER], owner));
         if (!g.p) return false;
         lay.gen = PyLong_AsLongLong(g.p);
     }
@@ -256,10 +260,10 @@ void close_op() { g_ops.back().count = (int64_t)g_acc.size() - g_ops.back().firs
 // ---- entries: after the operation ------------------------------------------------------------
 // the operation ran (ok) or raised (the error is set): complete or refuse the entry
 PyObject* finish(PyObject* entry, PyObject* result) {
-    if (!entry || entry == Py_None || !g_hooks) return result;
+    if (!entry || entry == Py_None || !recording()) return result;
     if (result) {
         if (!PyLong_CheckExact(entry)) {
-            Ref r(PyObject_CallMethodOneArg(g_hooks, s_complete, entry));
+            Ref r(PyObject_CallOneArg(g_hooks[H_COMPLETE], entry));
             if (!r.p) PyErr_Clear();   // never the program's failure
         }
         return result;
@@ -268,20 +272,19 @@ PyObject* finish(PyObject* entry, PyObject* result) {
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
     if (tb && value) PyException_SetTraceback(value, tb);
-    Ref r(PyObject_CallMethodObjArgs(g_hooks, s_refused, entry, value ? value : Py_None,
-                                     nullptr));
+    Ref r(PyObject_CallFunctionObjArgs(g_hooks[H_REFUSED], entry, value ? value : Py_None,
+                                       nullptr));
     if (!r.p) PyErr_Clear();
     PyErr_Restore(type, value, tb);
     return nullptr;
 }
 
 // an entry of the hooks (a new reference; None when they fail: never the program's failure)
-PyObject* hook(PyObject* name, std::initializer_list<PyObject*> args) {
+PyObject* hook(Hook which, std::initializer_list<PyObject*> args) {
     PyObject* argv[8];
     size_t n = 0;
-    argv[n++] = g_hooks;
     for (PyObject* a : args) argv[n++] = a;
-    PyObject* r = PyObject_VectorcallMethod(name, argv, n, nullptr);
+    PyObject* r = PyObject_Vectorcall(g_hooks[which], argv, n, nullptr);
     if (!r) {
         PyErr_Clear();
         Py_RETURN_NONE;
@@ -337,7 +340,7 @@ PyObject* py_setitem(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         if (r == 1)
             entry.p = PyLong_FromLongLong(index);
         else
-            entry.p = hook(s_store_item, {a, k, v, site});
+            entry.p = hook(H_STORE_ITEM, {a, k, v, site});
     }
     int ok = PyObject_SetItem(a, k, v);
     return finish(entry.p, ok < 0 ? nullptr : Py_NewRef(Py_None));
@@ -349,7 +352,7 @@ PyObject* py_setattr(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         return nullptr;
     }
     PyObject *v = args[0], *a = args[1], *name = args[2], *site = args[3];
-    Ref entry(recording() ? hook(s_store_attr, {a, name, v, site}) : nullptr);
+    Ref entry(recording() ? hook(H_STORE_ATTR, {a, name, v, site}) : nullptr);
     int ok = PyObject_SetAttr(a, name, v);
     return finish(entry.p, ok < 0 ? nullptr : Py_NewRef(Py_None));
 }
@@ -432,7 +435,9 @@ PyObject* aug_load(PyObject* a, PyObject* k, PyObject* name, PyObject* site) {
         }
         PyErr_Clear();
     }
-    if (recording() && !done) h->note = hook(s_aug_target, {a, name ? name : k, site});
+    if (recording() && !done) h->note = hook(H_AUG_TARGET, {a, name ? name : k, site});
+    // the traced program's own read (``a.name`` or ``a[k]`` of ``a.name op= v``), performed
+    // here as Python would: the attribute is the program's, named by its source
     h->read = name ? PyObject_GetAttr(a, name) : PyObject_GetItem(a, k);
     if (!h->read) return nullptr;
     return hold.release();
@@ -483,17 +488,17 @@ PyObject* py_aug_store(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         }
         if (!fast) {
             if (h->fast) {   // the hooks decide after all
-                Ref note(hook(s_aug_target, {h->container, h->key, h->site}));
+                Ref note(hook(H_AUG_TARGET, {h->container, h->key, h->site}));
                 Py_XSETREF(h->note, note.release());
             }
-            if (h->note && h->note != Py_None) entry.p = hook(s_aug_commit, {h->note, v});
+            if (h->note && h->note != Py_None) entry.p = hook(H_AUG_COMMIT, {h->note, v});
         }
     }
     PyObject* result = inplace(op, h->read, v);
     if (!result) return finish(entry.p, nullptr);
     Ref hold(result);
     if (entry.p && entry.p != Py_None && !PyLong_CheckExact(entry.p)) {
-        Ref r(hook(s_aug_value, {entry.p, result}));
+        Ref r(hook(H_AUG_VALUE, {entry.p, result}));
     }
     int ok = h->name ? PyObject_SetAttr(h->container, h->name, result)
                      : PyObject_SetItem(h->container, h->key, result);
@@ -525,8 +530,8 @@ PyObject* py_aug_name(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         }
         if (PyErr_Occurred()) PyErr_Clear();
         if (!entry.p) {
-            Ref note(hook(s_aug_target, {x, Py_None, site}));
-            if (note.p != Py_None) entry.p = hook(s_aug_commit, {note.p, v});
+            Ref note(hook(H_AUG_TARGET, {x, Py_None, site}));
+            if (note.p != Py_None) entry.p = hook(H_AUG_COMMIT, {note.p, v});
         }
     }
     return finish(entry.p, inplace(op, x, v));
@@ -631,7 +636,7 @@ PyObject* py_call(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject*
             for (Py_ssize_t j = 0; j < nkw; ++j)
                 if (PyDict_SetItem(kw.p, PyTuple_GET_ITEM(kwnames, j), rest[n + j]) < 0)
                     return nullptr;
-            entry.p = hook(s_call, {f, site, tuple.p, kw.p});
+            entry.p = hook(H_CALL, {f, site, tuple.p, kw.p});
         }
     }
     PyObject* result = PyObject_Vectorcall(f, rest, n, kwnames);
@@ -650,8 +655,21 @@ PyObject* py_begin(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
     PyObject** slots[] = {&g_owners, &g_views, &g_codes, &g_objects, &g_unwrapped};
     for (int k = 0; k < 5; ++k) Py_XSETREF(*slots[k], Py_NewRef(args[k + 1]));
-    Py_CLEAR(g_hooks);
-    if (args[0] != Py_None) g_hooks = Py_NewRef(args[0]);
+    PyObject* fns = args[0];
+    if (fns != Py_None) {
+        if (!PyTuple_CheckExact(fns) || PyTuple_GET_SIZE(fns) != N_HOOKS) {
+            PyErr_Format(PyExc_TypeError, "begin: hooks must be None or a tuple of %d functions",
+                         int(N_HOOKS));
+            return nullptr;
+        }
+        for (int k = 0; k < N_HOOKS; ++k)
+            if (!PyCallable_Check(PyTuple_GET_ITEM(fns, k))) {
+                PyErr_Format(PyExc_TypeError, "begin: hooks[%d] is not callable", k);
+                return nullptr;
+            }
+    }
+    for (int k = 0; k < N_HOOKS; ++k)
+        Py_XSETREF(g_hooks[k], fns == Py_None ? nullptr : Py_NewRef(PyTuple_GET_ITEM(fns, k)));
     Py_RETURN_NONE;
 }
 
@@ -775,13 +793,9 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.interop.numpy_trace._fas
 PyMODINIT_FUNC PyInit__fastpath(void) {
     import_array();
     import_umath();
-    const char* keys[] = {"store_item", "store_attr", "aug_target", "aug_commit", "aug_value",
-                          "call",       "complete",   "refused",    "owner",      "setitem",
-                          "aug-setitem", "aug-name",  "out"};
-    PyObject** slots[] = {&s_store_item, &s_store_attr, &s_aug_target, &s_aug_commit,
-                          &s_aug_value,  &s_call,       &s_complete,   &s_refused,
-                          &s_owner,      &s_setitem,    &s_aug_setitem, &s_aug_name, &s_out};
-    if (!intern_all(keys, slots, 13)) return nullptr;
+    const char* keys[] = {"setitem", "aug-setitem", "aug-name", "out"};
+    PyObject** slots[] = {&s_setitem, &s_aug_setitem, &s_aug_name, &s_out};
+    if (!intern_all(keys, slots, 4)) return nullptr;
     HandleType = (PyTypeObject*)PyType_FromSpec(&handle_spec);
     if (!HandleType) return nullptr;
     return PyModule_Create(&module);
