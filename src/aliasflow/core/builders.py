@@ -15,20 +15,18 @@ which :func:`aliasflow.run` returns and ``op.result`` shows after a run.
 """
 from __future__ import annotations
 
-from itertools import count, repeat
 
 from .errors import AliasflowError
 from .functions import resolve
 from .interpret import execute
 from .primitives import BUILDERS, PRIMITIVES
-from .record import Access, OpRecord, Results, Value, shared_params
+from .record import OpRecord, Results, Value, shared_params
 from .values import check_name
 from .view import TensorView
 
 _set = object.__setattr__
 _QUIET = frozenset({"_record", "_results", "_frozen"})  # writes that keep the op
 _VIEW_LISTS = frozenset({"input_views", "output_views"})
-_tuple_new = tuple.__new__
 
 
 class _Views(list):
@@ -157,14 +155,10 @@ class Operation:
         rec = self._record
         if rec is not None:  # nothing changed since (the view lists say when they do)
             return rec
-        ins, outs = self.input_views, self.output_views
-        n = len(ins)
-        ins_t, outs_t = tuple(ins), tuple(outs)
-        # Access(slot, mode, view) for each view, made by C loops (no bytecode per access)
-        accesses = tuple(map(_tuple_new, repeat(Access), zip(count(), repeat("R", n), ins_t))) \
-            + tuple(map(_tuple_new, repeat(Access), zip(count(n), repeat("W"), outs_t)))
-        rec = OpRecord._trusted(self.name, self.kind, accesses, self._frozen,
-                                0 if outs else 1, (), None, ins_t, outs_t)
+        outs = self.output_views
+        # its accesses (reads in slots 0..n-1, then writes) are made when first asked for
+        rec = OpRecord._trusted(self.name, self.kind, None, self._frozen, 0 if outs else 1,
+                                (), None, tuple(self.input_views), tuple(outs))
         _set(self, "_record", rec)
         return rec
 
