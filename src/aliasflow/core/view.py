@@ -282,6 +282,17 @@ class TensorView(_ViewFields):
     def __copy__(self):
         return self  # a value: a shallow copy is the same view
 
+    def __reduce__(self):
+        return TensorView._make, (self.name, self.tensor, self.offset, self.shape, self.stride,
+                                  self.dtype)
+
+    def description(self) -> "TensorView":
+        """The same view over a description of its memory: same address, layout, dtype and
+        names, but no bytes and nothing that keeps the memory alive (small to pickle and send;
+        :func:`aliasflow.Storage` with no owner). Views of one tensor share its description
+        within one call of :func:`describe`."""
+        return describe([self])[0]
+
     # ---- identity -----------------------------------------------------------------------------
     @property
     def key(self) -> tuple:
@@ -412,59 +423,63 @@ class TensorView(_ViewFields):
 
     def has_internal_overlap(self) -> bool:
         """True when two view indices share a byte of memory."""
+        if self.size <= 1 or self.is_dense:  # every byte of a dense view is touched once
+            return False
         return solver.has_internal_overlap(self.cells(_cell_unit(self)))
 
     def _ndarray(self) -> np.ndarray:
-        storage = self.tensor.storage
-        if not storage.has_memory:
-            raise AliasflowError(f"view {self.name!r}: tensor {self.tensor.name!r} is virtual "
-                                 f"(analysis only) and has no memory to read or write")
+        tensor = self.tensor
+        storage = tensor.storage
+        buf = storage._bytes
+        if buf is None:
+            if not storage.has_memory:
+                raise AliasflowError(f"view {self.name!r}: tensor {tensor.name!r} is virtual "
+                                     f"(analysis only) and has no memory to read or write")
+            buf = storage.bytes
         # A size-1 (or empty) axis never moves, so its stride is free; NumPy needs it to fit
         # in a byte offset, so it is normalised here (the view's own stride is unchanged).
-        empty = 0 in self.shape
-        return np.ndarray(self.shape, self.dtype, buffer=storage.bytes,
-                          offset=0 if empty else self.byte_offset,
-                          strides=tuple(0 if empty or n == 1 else s
-                                        for n, s in zip(self.shape, self.byte_strides)))
+        shape = self.shape
+        if 0 in shape:
+            return np.ndarray(shape, self.dtype, buf, 0, (0,) * len(shape))
+        unit = tensor.dtype.itemsize
+        return np.ndarray(shape, self.dtype, buf, self.offset * unit,
+                          tuple([0 if n == 1 else s * unit for n, s in zip(shape, self.stride)]))
 
     @property
     def repeats(self) -> bool:
         """True when the view has more indices than bytes in the range it spans, so that
         some element is reached by several indices (zero strides, overlapping windows). Work
-        proportional to its size would then not be bounded by its memory: filling it goes
-        through its distinct elements (:meth:`fill`), and running a kernel over more than
-        ``MAX_REPEATED_INDICES`` of its indices is refused."""
+        proportional to its size would then not be bounded by its memory: a Fill writes
+        through :meth:`uniform_view`, and a kernel running through more than
+        ``MAX_REPEATED_INDICES`` indices of a view that repeats is refused."""
         if self.extent is None:
             return False
         low, high = self.extent
         return self.size > (high - low) * self.tensor.dtype.itemsize + self.dtype.itemsize
 
-    def fill(self, value) -> None:
-        """Write ``value`` (a scalar of a dtype that fits) to every element of the view, each
-        element once however many indices reach it, so the work is bounded by the memory the
-        view spans, not by its number of indices (a 64-element tensor seen through 2**62
-        overlapping indices takes 63 writes): axes of stride 0 are dropped, and a view whose
-        remaining indices still repeat is written through its distinct elements."""
+    def uniform_view(self) -> "TensorView":
+        """A view of the same elements through as few indices as exactness allows, for
+        writing one value to each (a Fill): axes of stride 0 are dropped (every index of such
+        an axis reaches the same element), and, for a view of its tensor's own dtype, axes of
+        equal stride are merged (``i*s + j*s`` over sizes ``m`` and ``n`` reaches what
+        ``k*s`` over ``m + n - 1`` does) after negative strides are turned around. The view
+        itself when it does not repeat (:attr:`repeats`). A 64-element tensor seen through
+        2**62 overlapping indices (``as_strided((2,) * 62, (1,) * 62)``) becomes 63 indices."""
         if not self.repeats:
-            self._ndarray()[...] = value
-            return
-        kept = [(n, s) for n, s in zip(self.shape, self.stride) if not (n > 1 and s == 0)]
-        rest = _build(TensorView, self._name, self.tensor, self.offset,
-                      tuple(n for n, _ in kept), tuple(s for _, s in kept), self.dtype,
-                      self.extent)
-        if not rest.repeats:
-            rest._ndarray()[...] = value
-        elif self.dtype == self.tensor.dtype:
-            storage = self.tensor.storage
-            flat = np.ndarray((storage.nbytes // self.dtype.itemsize,), self.dtype,
-                              buffer=storage.bytes)
-            flat[self.footprint()] = value
-        elif rest.size <= MAX_REPEATED_INDICES:
-            rest._ndarray()[...] = value  # elements of another dtype partly overlapping
-        else:
-            raise AliasflowError(f"view {self.name!r}: {rest.size} overlapping {self.dtype} "
-                                 f"indices over {self.tensor.dtype} elements; more than the "
-                                 f"{MAX_REPEATED_INDICES} a write may go through")
+            return self
+        offset, dims = self.offset, []
+        for n, s in zip(self.shape, self.stride):
+            if n > 1 and s != 0:
+                dims.append((n, s))
+        if self.dtype == self.tensor.dtype:  # whole elements: merging keeps every write's bytes
+            steps: dict[int, int] = {}
+            for n, s in dims:
+                if s < 0:
+                    offset += s * (n - 1)
+                steps[abs(s)] = steps.get(abs(s), 0) + n - 1
+            dims = [(k + 1, s) for s, k in sorted(steps.items(), reverse=True)]
+        return _build(TensorView, self._name, self.tensor, offset, tuple(n for n, _ in dims),
+                      tuple(s for _, s in dims), self.dtype, self.extent)
 
     def numpy(self) -> np.ndarray:
         """An ndarray over the same memory: writes through either are seen by the other.
@@ -974,6 +989,9 @@ class Tensor(TensorView):
             data = _no_data(name, dtype, shape)
         return cls._over(name, storage, dtype, shape, data)
 
+    def __reduce__(self):
+        return Tensor._over, (self.name, self.storage, self.dtype, self.shape)
+
     def __deepcopy__(self, memo):
         """A tensor over a copy of the storage (see :meth:`Storage.__deepcopy__`)."""
         from copy import deepcopy
@@ -993,6 +1011,24 @@ class Tensor(TensorView):
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def describe(views) -> list[TensorView]:
+    """Each view over a description of its memory (see :meth:`TensorView.description`); views
+    of one tensor get one description tensor."""
+    tensors: dict[int, Tensor] = {}
+    out = []
+    for v in views:
+        t = v.tensor
+        d = tensors.get(id(t))
+        if d is None:
+            st = t.storage
+            d = tensors[id(t)] = Tensor._over(t.name, Storage(
+                st.address, st.nbytes, name=st.name, readonly=st.readonly,
+                _virtual=st.virtual), t.dtype, t.shape)
+        out.append(_build(TensorView, v.name, d, v.offset, v.shape, v.stride, v.dtype,
+                          v.extent))
+    return out
 
 
 def _no_data(name: str, dtype: np.dtype, shape: tuple) -> np.ndarray:

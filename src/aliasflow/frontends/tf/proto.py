@@ -467,7 +467,9 @@ def _ndarray(proto: TensorProto, dt: DType, npd: np.dtype, shape, count: int) ->
         if len(values) > count:
             raise AliasflowError(f"TensorProto: {len(values)} strings for shape {shape}")
         if len(values) < count:
-            values += [values[-1] if values else b""] * (count - len(values))
+            # TensorFlow pads with the last value, or with the str "" (not bytes) when there
+            # is none
+            values += [values[-1] if values else ""] * (count - len(values))
         out = np.empty(count, dtype=object)
         out[:] = values
         return out.reshape(shape)

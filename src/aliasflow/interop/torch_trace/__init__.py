@@ -7,7 +7,16 @@
 >>> [(f.kind, f.ops[0].aten, f.count) for f in t.findings()]
 [('in-op-overlap', 'aten.sub_.Tensor', 3)]
 """
-from .tracer import Trace, trace
-from .findings import Finding
-
 __all__ = ["Trace", "trace", "Finding"]
+
+
+def __getattr__(name):
+    # torch loads with the tracer, not with the package: ``aliasflow trace`` starts the
+    # PyTorch tracer only once the traced program imports torch
+    if name in ("Trace", "trace"):
+        from . import tracer
+        return getattr(tracer, name)
+    if name == "Finding":
+        from .findings import Finding
+        return Finding
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

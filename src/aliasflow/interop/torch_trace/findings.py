@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 
 from ...analysis.overlap import check_memory_overlap, has_internal_overlap, overlap
+from ...core.record import Access, OpRecord
 from .memory import byte_footprint, element_starts, may_overlap_internally, no_gc
 
 RANK = {"in-op-overlap": 0, "self-overlap-write": 1, "RAW": 2, "WAW": 3, "WAR": 4}
@@ -96,6 +96,10 @@ class Finding:
 
     def __repr__(self) -> str:
         return f"Finding({self.describe()})"
+
+    def _repr_html_(self) -> str:
+        from ...reporting.html import finding_html
+        return finding_html(self)
 
 
 def _grid(ref, byte_addresses: np.ndarray) -> np.ndarray:
@@ -266,7 +270,8 @@ def _candidates(live, want_reuse):
         outs = [a.view for a in op.accesses if a.mode == "W" and a.view is not None
                 and group.get(a.ref.gen.id, a.ref.gen.id) in several]
         if ins or outs:
-            out.append(SimpleNamespace(name=op.name, input_views=ins, output_views=outs))
+            out.append(OpRecord(op.name, op.aten, [Access(k, "R", v) for k, v in enumerate(ins)]
+                                + [Access(len(ins) + k, "W", v) for k, v in enumerate(outs)]))
     return out
 
 
@@ -374,40 +379,3 @@ def find(trace):
     trace._found = (len(trace.raw), findings)
     return findings
 
-
-def races(trace) -> list[Finding]:
-    """Conflicting op pairs that the ``trace.stream(...)`` regions leave unordered.
-
-    Ops outside every region are on stream ``"default"``; a region's ops follow everything
-    the default stream issued before the region and precede everything it issues after.
-    Every conflicting pair is checked (``af.find_races``), across memory reuse too.
-    """
-    from ...analysis.races import find_races
-    ops = [op for op in trace.ops if not op.failed and op.input_views + op.output_views]
-    if not trace._regions or not ops:
-        return []
-    streams = {op.name: op.stream for op in ops}
-    default = [op for op in ops if op.stream == "default"]
-    edges = []
-    for name, first, end in trace._regions:
-        inside = [op for op in ops if first <= op.index < end and op.stream == name]
-        if not inside:
-            continue
-        before = [op for op in default if op.index < first]
-        after = [op for op in default if op.index >= end]
-        if before:
-            edges.append((before[-1].name, inside[0].name))
-        if after:
-            edges.append((inside[-1].name, after[0].name))
-    by_name = {op.name: op for op in ops}
-    out = []
-    for d in find_races(ops, streams=streams, edges=edges):
-        src, dst = by_name[d.src], by_name[d.dst]
-        a = next(x for x in src.accesses if x.view is d.src_access)
-        b = next(x for x in dst.accesses if x.view is d.dst_access)
-        shared = _shared(a, b)
-        addresses = _grid(b.ref.through, shared)
-        out.append(Finding(d.kind, [src, dst], int(addresses.size),
-                           [a.ref.through, b.ref.through],
-                           reuse=_reuse(a.ref.gen, b.ref.gen), _addresses=addresses))
-    return out

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.errors import AliasflowError
-from ...core.operations import Operation
+from ...core.record import Access as OpAccess, OpRecord, frozen_params
 from ...core.view import Tensor
 from ...core.view import TensorView
 from .memory import Ref, no_gc
@@ -32,7 +31,7 @@ class Access:
     exact: object = None   # for a may-write: the start addresses it is known to write
 
 
-class TraceOp(Operation):
+class TraceOp:
     """One aten call. ``name`` is unique (``"aten.add_.Tensor#12"``: the aten overload, ``#``,
     and ``index``), since aliasflow knows ops by name; ``aten`` is the overload alone.
 
@@ -47,7 +46,10 @@ class TraceOp(Operation):
 
     def __init__(self, raw, trace):
         spec = raw.spec
-        super().__init__(f"{spec.name}#{raw.index}")
+        self.name = f"{spec.name}#{raw.index}"
+        self.input_views: list = []
+        self.output_views: list = []
+        self._record = None
         self.aten = spec.name
         self.index = raw.index
         self.where = raw.where
@@ -76,9 +78,16 @@ class TraceOp(Operation):
     def writes(self) -> list[Access]:
         return [a for a in self.accesses if a.mode == "W"]
 
-    def compute(self, values):
-        raise AliasflowError(f"op {self.name!r} is a traced aten call; run it with "
-                             f"trace.replay(), not af.run")
+    def record(self) -> OpRecord:
+        """The call as an op record (kind: the aten overload; not runnable by ``af.run``:
+        ``trace.replay()`` runs a trace). A failed call touched no memory: no accesses."""
+        if self._record is None:
+            accesses = [OpAccess(k, "R", v) for k, v in enumerate(self.input_views)]
+            n = len(accesses)
+            accesses += [OpAccess(n + k, "W", v) for k, v in enumerate(self.output_views)]
+            self._record = OpRecord._trusted(self.name, self.aten, tuple(accesses),
+                                             frozen_params({}), 0, (), self)
+        return self._record
 
     def __repr__(self) -> str:
         state = ", failed" if self.failed else ""

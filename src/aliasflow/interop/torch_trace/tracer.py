@@ -13,7 +13,6 @@ import linecache
 import weakref
 import os
 import sys
-from contextlib import contextmanager
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -21,6 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ...core.errors import AliasflowError
 from .memory import Ref, StorageGen
 from .schema import TENSOR, op_spec
+from .streams import StreamLog
 from . import datadep
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -90,8 +90,7 @@ class Trace:
         self._weak: list = []   # StorageImpl addresses we hold weak references to
         weakref.finalize(self, _free_weak_refs, self._weak)
         self._pages: dict[int, list] = {}     # address >> _PAGE -> generations there
-        self._stream = None
-        self._regions: list[tuple[str, int, int | None]] = []   # (stream, first op, end op)
+        self._streams = StreamLog(self.raw)   # streams, events, synchronisation (streams.py)
         self._mode = None
         self._ops = None
         self._internal: dict[str, bool] = {}
@@ -101,6 +100,7 @@ class Trace:
     def __enter__(self):
         if self.running:
             raise AliasflowError("this trace is already running")
+        self._streams.start()
         self._mode = _Mode(self)
         self._mode.__enter__()
         self.running = True
@@ -112,28 +112,37 @@ class Trace:
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
         self.running = False
+        self._streams.stop()
         if self.pause_gc and self._gc_was_enabled:
             gc.enable()
         self._finish()
         return False
 
-    @contextmanager
+    # ---- streams (see streams.py) ---------------------------------------------------------
     def stream(self, name: str):
-        """Ops issued inside run on CPU stream ``name``: ordered after everything the default
-        stream issued before the region and before everything it issues after the region."""
-        if not isinstance(name, str) or not name or name == "default":
-            raise AliasflowError(f"stream name must be a non-empty string other than "
-                                 f"'default', got {name!r}")
-        if self._stream is not None:
-            raise AliasflowError(f"stream regions do not nest: already in {self._stream!r}")
-        self._stream = name
-        region = [name, len(self.raw), None]
-        try:
-            yield self
-        finally:
-            region[2] = len(self.raw)
-            self._regions.append(tuple(region))
-            self._stream = None
+        """The trace's CPU stream ``name`` (the same object for the same name). ``with s:``
+        issues the ops inside on it, as ``torch.cuda.stream`` does; like a CUDA stream it is
+        ordered with other streams only by events, ``wait_stream`` and host waits (a region's
+        end orders nothing)."""
+        return self._streams.stream(name)
+
+    @property
+    def default_stream(self):
+        """The stream of ops issued outside every ``with stream:`` region."""
+        self._streams.use()
+        return self._streams.default
+
+    @property
+    def current_stream(self):
+        return self._streams.current
+
+    def event(self):
+        """A new event (``e.record(stream)``, ``e.wait(stream)``, ``e.synchronize()``)."""
+        return self._streams.event()
+
+    def synchronize(self) -> None:
+        """The host waits for every stream (as ``torch.cuda.synchronize()``)."""
+        self._streams.add("sync")
 
     # ---- storages -----------------------------------------------------------------------
     def _gen(self, t: torch.Tensor, index: int, creating: bool) -> StorageGen:
@@ -210,11 +219,13 @@ class Trace:
         spec = op_spec(func)
         index = len(self.raw)
         raw = Raw(index, func, spec)
-        raw.stream = self._stream
+        raw.stream = self._streams.region
         raw.where = self._where()
         self.raw.append(raw)
         self._ops = None
-        if spec.view_only:   # a view: no data touched, nothing to replay
+        # a view, or a stream command (record_stream): no data touched, nothing to replay
+        if spec.view_only or (self._streams.active and
+                              self._streams.issued(raw, func, args, kwargs)):
             try:
                 return func(*args, **kwargs)
             except Exception as exc:
@@ -366,8 +377,9 @@ class Trace:
         return reuse(self)
 
     def races(self):
-        """Conflicting op pairs the stream regions leave unordered (see :mod:`.races`)."""
-        from .findings import races
+        """Race findings: conflicting accesses the streams leave unordered (see
+        :mod:`.races`)."""
+        from .races import races
         return races(self)
 
     def replay(self, workers: int = 1):
@@ -386,6 +398,11 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"Trace({len(self.raw)} aten calls, {len(self.storages)} storages)"
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a trace as a table of its findings."""
+        from ...reporting.html import trace_html
+        return trace_html(self)
 
 
 def trace(values: bool = True, pause_gc: bool = True) -> Trace:
