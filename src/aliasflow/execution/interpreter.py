@@ -133,16 +133,31 @@ def _arrays(views, made: dict, flats: dict, writable: bool) -> list:
         key = id(view) if writable else ~id(view)
         arr = made.get(key)
         if arr is None:
-            shape = view.shape
+            shape, stride = view.shape, view.stride
             t = view.tensor
-            if len(shape) == 1 and shape[0] and view.stride[0] > 0 and view.dtype is t.dtype:
-                o, s = view.offset, view.stride[0]
-                arr = _flat(t, flats)[o:o + (shape[0] - 1) * s + 1:s]
+            if len(shape) == 1 and stride[0] > 0 and shape[0] and view.dtype is t.dtype:
+                flat = flats.get(id(t))
+                if flat is None:
+                    flat = _flat(t, flats)
+                o = view.offset
+                arr = flat[o:o + (shape[0] - 1) * stride[0] + 1:stride[0]]
             else:
                 arr = view._ndarray() if writable else view.numpy()
             made[key] = arr
         out.append(arr)
     return out
+
+
+def _bind(prim, params) -> tuple:
+    """``(kernel bound to params or None, into or None, value or None)`` of a kind: None for
+    the kernel means the reference way (every check per call); the value, of a uniform kind
+    that takes no inputs (a fill), is its one value."""
+    if prim.prepare is None or prim.outputs != "all":
+        return None, None, None
+    fn = prim.prepare(params)
+    if prim.uniform and not prim.arity:
+        return fn, None, np.asarray(fn([]))
+    return fn, prim.into, None
 
 
 class Steps:
@@ -160,29 +175,27 @@ class Steps:
         made: dict = {}
         flats: dict = {}
         alive: list = []
-        bound: dict = {}  # (kind, id(params)) -> the kernel bound to them, or its value
+        # per kind: id(params) -> (the kernel bound to them, into, the value of a uniform kind
+        # without inputs); records keep their params alive, so the ids are theirs
+        bound: dict = {}
         items = []
+        append = items.append
         for rec, prim in zip(records, prims):
-            ins = _arrays(rec.input_views, made, flats, False)
+            ins = _arrays(rec.input_views, made, flats, False) if rec.input_views else []
             views = rec.output_views
             if prim.uniform and not ins:  # one value everywhere: each element once
                 views = [v.uniform_view() for v in views]
                 alive.extend(views)  # made is keyed by id: these must outlive the run
             outs = _arrays(views, made, flats, True)
-            fn = into = value = None
-            if prim.prepare is not None and prim.outputs == "all":
-                key = (prim.name, id(rec.params))
-                fn = bound.get(key)
-                if fn is None:
-                    fn = bound[key] = prim.prepare(rec.params)
-                if prim.uniform and not ins and outs:
-                    key = (prim.name, id(rec.params), "value")
-                    value = bound.get(key)
-                    if value is None:
-                        value = bound[key] = np.asarray(fn(ins))
-                elif len(outs) == 1:
-                    into = prim.into
-            items.append((rec, prim, fn, ins, outs, into, value))
+            kind = bound.get(prim)
+            if kind is None:
+                kind = bound[prim] = {}
+            got = kind.get(id(rec.params))
+            if got is None:
+                got = kind[id(rec.params)] = _bind(prim, rec.params)
+            fn, into, value = got
+            append((rec, prim, fn, ins, outs, into if len(outs) == 1 else None,
+                    value if outs and not ins else None))
         self.items = items
         self.alive = alive
 
