@@ -358,12 +358,17 @@ def trace_cmd(script: Path = typer.Argument(..., help="Python script to run unde
               as_json: bool = typer.Option(False, "--json", help="Print findings as JSON."),
               html: Optional[Path] = typer.Option(None, "--html",
                                                   help="Write a self-contained HTML report."),
+              all_: bool = typer.Option(False, "--all",
+                                        help="Also list order facts (implicit flows between "
+                                             "ops) and memory reuse."),
+              timings: bool = typer.Option(False, "--timings",
+                                           help="Add timings to the JSON."),
               ) -> None:
     """Run SCRIPT under the PyTorch tracer (as ``python -m cProfile`` does) and print the
     findings grouped by source line, most serious first. Options go before SCRIPT; what
     follows it is the script's argv. Exit code: 0 when the script ran, else the script's."""
     from .interop.torch_trace.cli import run_script
-    code = run_script(script, list(args or []), as_json, html, console, errors)
+    code = run_script(script, list(args or []), as_json, html, console, errors, all_, timings)
     raise typer.Exit(code)
 
 

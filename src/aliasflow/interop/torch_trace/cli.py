@@ -8,7 +8,8 @@ import sys
 import traceback
 
 
-def run_script(script, argv, as_json, html, console, errors) -> int:
+def run_script(script, argv, as_json, html, console, errors, all=False,  # noqa: A002
+               timings=False) -> int:
     """Run ``script`` with ``argv`` under a trace; print and write the report. Returns the
     exit code: 0 when the script ran, the script's own code (1 for an exception) if not."""
     if not script.is_file():
@@ -40,13 +41,13 @@ def run_script(script, argv, as_json, html, console, errors) -> int:
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     if as_json:
-        print(json.dumps(t.to_json(), indent=2))
+        print(json.dumps(t.to_json(all=all, timings=timings), indent=2))
     else:
         from .report import to_text
-        console.print(to_text(t), highlight=False, markup=False)
+        console.print(to_text(t, all=all), highlight=False, markup=False)
     if html is not None:
-        from ...viz.report import write_html
-        write_html(t, html)
+        from .report import write_html
+        write_html(t, html, all=all)
         if not as_json:
             console.print(f"report written to {html}", highlight=False)
     return code

@@ -1,11 +1,18 @@
 """Storages seen by a trace, by address range and lifetime, and tensor references into them.
 
-A torch storage is known by its ``StorageImpl`` (``untyped_storage()._cdata``). The tracer
+A torch storage is known by its ``StorageImpl`` (``torch._C._storage_address(t)``). The tracer
 holds a C++ *weak* reference to each one (``StorageWeakRef``): its bytes are freed as usual
 (allocator reuse is not changed) but the ``StorageImpl`` object itself is not, so its address
 cannot name a different storage while the trace lives. A storage whose data pointer or size
 changes (``resize_``, an ``out=`` argument grown by the op) starts a new generation. Every
 generation is a :class:`StorageGen`: one aliasflow storage at its real address range.
+
+Memory the trace keeps (``values=True``): the bytes of each generation the trace did not
+create, copied once when the trace first sees it (``snapshot``); the bytes an op that leaves
+its output unspecified (``empty``) produced, copied once when it is made; and at the end, for
+every generation still alive, a CRC-32 of its bytes (and a copy when it is at most
+:data:`FINAL_COPY_LIMIT` bytes, to say which bytes differ). So peak memory grows with the
+bytes a trace first touches, never with the number of writes.
 """
 from __future__ import annotations
 
@@ -14,6 +21,8 @@ from contextlib import contextmanager
 from math import prod
 
 import numpy as np
+
+FINAL_COPY_LIMIT = 1 << 16
 
 
 @contextmanager
@@ -31,24 +40,29 @@ def no_gc():
 
 class StorageGen:
     """One lifetime of one address range: ``address``, ``nbytes``, who made it, its bytes
-    when the trace first saw it (``snapshot``, for replay) and at the end (``final``)."""
+    when the trace first saw it (``snapshot``, for replay) and a CRC-32 at the end."""
 
-    __slots__ = ("id", "address", "nbytes", "creator", "first_op", "snapshot",
-                 "final", "weak", "alive_at_end", "region", "region_start", "aliases")
+    __slots__ = ("id", "address", "nbytes", "end", "creator", "snapshot", "final_crc",
+                 "final_bytes", "weak", "alive_at_end", "region", "region_start", "aliases",
+                 "group", "dirty", "device")
 
-    def __init__(self, id_: int, address: int, nbytes: int, creator, first_op, weak):
+    def __init__(self, id_: int, address: int, nbytes: int, creator, weak, device="cpu"):
         self.id = id_
         self.address = address
         self.nbytes = nbytes
+        self.end = address + nbytes
         self.creator = creator        # index of the op that allocated it, None if it existed
-        self.first_op = first_op      # index of the first op that touched it
         self.snapshot = None          # UntypedStorage copy taken at first sight (None: created)
-        self.final = None             # UntypedStorage copy at the end of the trace (if alive)
+        self.final_crc = None         # CRC-32 of its bytes at the end of the trace (if alive)
+        self.final_bytes = None       # a copy of them, for small storages
         self.weak = weak              # the StorageImpl's address, held by a weak reference
         self.alive_at_end = False
         self.region = None            # the aliasflow tensor holding this address range
         self.region_start = 0
         self.aliases = frozenset()    # ids of older generations alive and overlapping it
+        self.group = id_              # generations sharing memory while alive share a group
+        self.dirty = False            # written by an op other than its creator
+        self.device = device
 
     def reuses(self, older: "StorageGen") -> bool:
         """Does this generation occupy memory ``older`` had before it was freed? A storage
@@ -60,33 +74,31 @@ class StorageGen:
     def name(self) -> str:
         return f"s{self.id}"
 
-    @property
-    def end(self) -> int:
-        return self.address + self.nbytes
-
     def __repr__(self) -> str:
         made = "existing" if self.creator is None else f"made by op {self.creator}"
-        return (f"StorageGen({self.name}, 0x{self.address:x}+{self.nbytes}, {made})")
+        return f"StorageGen({self.name}, 0x{self.address:x}+{self.nbytes}, {made})"
 
 
 class Ref:
     """A tensor as the trace saw it: storage generation, element offset, sizes, strides,
-    dtype (and the conj/neg bits, which replay restores). Holds no torch memory."""
+    dtype (and the conj/neg bits, which replay restores). Holds no torch memory.
+    ``gen`` is None for a tensor without memory (meta, fake)."""
 
     __slots__ = ("gen", "offset", "sizes", "strides", "dtype", "itemsize", "conj", "neg",
-                 "parent", "_key")
+                 "parent", "born", "_key")
 
     def __init__(self, gen, offset, sizes, strides, dtype, itemsize, conj=False, neg=False,
-                 parent=None):
+                 parent=None, born=-1):
         self.gen = gen
         self.offset = offset
-        self.sizes = sizes
-        self.strides = strides
+        self.sizes = tuple(sizes)
+        self.strides = tuple(strides)
         self.dtype = dtype
         self.itemsize = itemsize
         self.conj = conj
         self.neg = neg
         self.parent = parent   # the argument's view, when this is a piece of what it wrote
+        self.born = born       # index of the op that made this tensor object (-1: before)
         self._key = None
 
     @property
@@ -104,7 +116,7 @@ class Ref:
         with equal layouts and dtypes touch the same bytes in the same order."""
         if self._key is None:
             k = self.itemsize
-            if 0 in self.sizes:
+            if 0 in self.sizes or self.gen is None:
                 self._key = (0, (0,), (1,))
                 return self._key
             dims = [(n, s * k) for n, s in zip(self.sizes, self.strides) if n != 1]
@@ -130,7 +142,8 @@ class Ref:
 
     def describe(self) -> str:
         dt = str(self.dtype).replace("torch.", "")
-        return (f"{self.gen.name}[{dt} {tuple(self.sizes)} stride {tuple(self.strides)} "
+        where = self.gen.name if self.gen is not None else "no memory"
+        return (f"{where}[{dt} {tuple(self.sizes)} stride {tuple(self.strides)} "
                 f"offset {self.offset}]")
 
     def __repr__(self) -> str:
@@ -151,13 +164,39 @@ def byte_footprint(ref: Ref) -> np.ndarray:
     return np.unique(np.add.outer(starts, np.arange(ref.itemsize, dtype=np.int64)))
 
 
+def canonical(shape, strides) -> tuple:
+    """``(shape, strides)`` without size-1 dims (their strides never matter); ``((0,), ())``
+    for an empty view."""
+    if 0 in shape:
+        return (0,), ()
+    return (tuple(n for n in shape if n != 1),
+            tuple(s for n, s in zip(shape, strides) if n != 1))
+
+
+def same_layout(a, b) -> bool:
+    """Two access tuples of the tracer: the same elements in the same order, same dtype."""
+    return a[3] is b[3] and a[4] == b[4] and a[7] == b[7] and \
+        canonical(a[5], a[6]) == canonical(b[5], b[6])
+
+
+_internal_cache: dict = {}
+
+
 def may_overlap_internally(sizes, strides) -> bool:
     """False when the dims provably never map two indices to one element (each stride, in
     increasing order, steps past everything the smaller ones reach); True means "check"."""
+    key = (sizes, strides)
+    got = _internal_cache.get(key)
+    if got is not None:
+        return got
     dims = sorted((abs(s), n) for n, s in zip(sizes, strides) if n > 1)
     reach = 0
+    got = False
     for s, n in dims:
         if s <= reach:
-            return True
+            got = True
+            break
         reach += s * (n - 1)
-    return False
+    if len(_internal_cache) < 65536:
+        _internal_cache[key] = got
+    return got

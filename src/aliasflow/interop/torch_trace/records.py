@@ -1,142 +1,213 @@
-"""Op records of a trace, as aliasflow ops over aliasflow storages.
+"""Op records of a trace: ``af.OpRecord`` s over byte views at real addresses, plus the
+tracer's facts about each (:class:`~aliasflow.interop.findings.OpInfo`).
 
-Memory model (one adapter, :func:`_views_for`): every address range the trace saw is part of
-one *region*, the union of the storage generations whose ranges meet; each region is one
-analysis-only aliasflow tensor of bytes (``af.Tensor.virtual(..., "uint8")``), and each
-access is a byte view on it (offset and strides in bytes, the element's bytes as the last
-dim). So two torch storages over one buffer, a reinterpreting ``.view(dtype)``, and a new
-storage at a freed storage's address all alias by address, exactly; footprints, overlap
-counts and ``value_flow`` elements of these views are in bytes.
+Memory model: every storage generation is one analysis-only byte tensor over its real address
+range (``af.Tensor.on(af.Storage(address, nbytes), "uint8")``), and each access is a byte view
+on it (offset and strides in bytes, the element's bytes as the last dim). Storages alias by
+address, so two torch storages over one buffer, a reinterpreting ``.view(dtype)``, a new
+storage at a freed storage's address, and a NumPy array over the same memory all meet,
+exactly; footprints, overlap counts and ``value_flow`` elements of these views are in bytes.
+
+:func:`build_ops` is the one place that knows how a record is made.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.errors import AliasflowError
-from ...core.operations import Operation
-from ...core.view import Tensor
-from ...core.view import TensorView
-from .memory import Ref, no_gc
+from ...core.record import Access, OpRecord
+from ...core.storage import Storage
+from ...core.view import Tensor, TensorView
+from ..findings.model import Frame, OpInfo, Slot
+from ..findings.source import line_text, relative
+from . import datadep
+from .memory import Ref, no_gc, same_layout
+
+_ITEMSIZE: dict = {}
 
 
-@dataclass(frozen=True)
-class Access:
-    """One access of an op: the argument (``label``), ``mode`` "R" or "W", the tensor as the
-    op saw it (``ref``), whether it is a may-write (``may``: a data-dependent write recorded
-    as its whole view), and the aliasflow byte view (``view``; None for an empty tensor)."""
-    label: str
-    mode: str
-    ref: Ref
-    may: bool
-    view: TensorView | None
-    exact: object = None   # for a may-write: the start addresses it is known to write
+def itemsize(dtype) -> int:
+    got = _ITEMSIZE.get(dtype)
+    if got is None:
+        got = _ITEMSIZE[dtype] = dtype.itemsize
+    return got
 
 
-class TraceOp(Operation):
-    """One aten call. ``name`` is unique (``"aten.add_.Tensor#12"``: the aten overload, ``#``,
-    and ``index``), since aliasflow knows ops by name; ``aten`` is the overload alone.
-
-    ``index``: position among all aten calls of the trace, from 0. ``where``: the user's
-    ``(file, line, function)`` that issued it (the first frame outside torch and aliasflow);
-    ``line``: ``"file:line"``. ``failed``: PyTorch refused the call (``error`` says why);
-    a failed op keeps its accesses in ``accesses`` but has no ``input_views`` or
-    ``output_views``, since it touched no memory.
-    """
-
-    kind = "aten"
-
-    def __init__(self, raw, trace):
-        spec = raw.spec
-        super().__init__(f"{spec.name}#{raw.index}")
-        self.aten = spec.name
-        self.index = raw.index
-        self.where = raw.where
-        self.source = trace.source_line(raw.where)
-        self.stream = raw.stream or "default"
-        self.error = raw.error
-        self.untracked = raw.untracked   # why its tensors could not be recorded, if so
-        self.exact_writes = raw.exact
-        self.repeats = raw.repeats
-        self.raw = raw
-        self.accesses: list[Access] = []
-
-    @property
-    def failed(self) -> bool:
-        return self.error is not None
-
-    @property
-    def line(self) -> str:
-        return f"{self.where[0]}:{self.where[1]}" if self.where else "?"
-
-    @property
-    def reads(self) -> list[Access]:
-        return [a for a in self.accesses if a.mode == "R"]
-
-    @property
-    def writes(self) -> list[Access]:
-        return [a for a in self.accesses if a.mode == "W"]
-
-    def compute(self, values):
-        raise AliasflowError(f"op {self.name!r} is a traced aten call; run it with "
-                             f"trace.replay(), not af.run")
-
-    def __repr__(self) -> str:
-        state = ", failed" if self.failed else ""
-        return f"TraceOp({self.name!r}, {self.line}{state})"
+@dataclass
+class Built:
+    """``ops``: the records; ``infos``: one OpInfo per call; ``refs``: per call, the
+    :class:`~.memory.Ref` of each slot; ``index``: record name -> call index."""
+    ops: list
+    infos: list
+    refs: list
+    index: dict
 
 
-def _regions(gens):
-    """Merge the address ranges of all generations into regions: one byte tensor each."""
-    spans = sorted(((g.address, g.end, g) for g in gens if g.nbytes > 0),
-                   key=lambda s: (s[0], s[1], s[2].id))
-    regions, current = [], None
-    for start, end, g in spans:
-        if current is None or start >= current[1]:
-            current = [start, end, [g]]
-            regions.append(current)
-        else:
-            current[1] = max(current[1], end)
-            current[2].append(g)
-    for k, (start, end, members) in enumerate(regions):
-        tensor = Tensor.virtual(f"mem{k}@0x{start:x}", (end - start,), "uint8")
-        for g in members:
-            g.region, g.region_start = tensor, start
+def _label(spec, pos: int, k: int) -> str:
+    if pos < 0:
+        return "result" if k < 0 else f"result[{k}]"
+    name = spec.args[pos].name
+    return name if k < 0 else f"{name}[{k}]"
 
 
-def _views_for(gens):
-    """The adapter: a function turning a :class:`Ref` into its aliasflow byte view."""
-    _regions(gens)
-    cache: dict = {}
+class _Views:
+    """Byte views of refs, one byte tensor per storage generation."""
 
-    def view(ref: Ref) -> TensorView | None:
-        start, shape, stride = ref.byte_layout()
-        if shape == (0,) or ref.gen.region is None:
+    def __init__(self):
+        self.tensors: dict = {}
+        self.cache: dict = {}
+
+    def tensor(self, gen):
+        t = self.tensors.get(gen.id)
+        if t is None:
+            storage = Storage(gen.address, gen.nbytes, name=gen.name)
+            t = self.tensors[gen.id] = Tensor.on(storage, "uint8", name=f"{gen.name}")
+        return t
+
+    def view(self, ref: Ref):
+        if ref.gen is None or ref.gen.nbytes == 0:
             return None
-        key = (ref.gen.id, ref.dtype, start, shape, stride)
-        v = cache.get(key)
+        start, shape, stride = ref.byte_layout()
+        if shape == (0,):
+            return None
+        key = (ref.gen.id, start, shape, stride)
+        v = self.cache.get(key)
         if v is None:
-            v = cache[key] = TensorView._named_later(ref.describe, ref.gen.region,
-                                                     start - ref.gen.region_start, shape,
-                                                     stride)
+            v = self.cache[key] = TensorView._named_later(
+                ref.describe, self.tensor(ref.gen), start - ref.gen.address, shape, stride)
         return v
-    return view
+
+    def piece(self, ref: Ref, address: int, n: int):
+        piece = Ref(ref.gen, (address - ref.gen.address) // ref.itemsize, (n,), (1,),
+                    ref.dtype, ref.itemsize, parent=ref)
+        return self.view(piece)
 
 
-def build_ops(trace) -> list[TraceOp]:
+def _frames(trace):
+    """``(user frame, context)`` per call: a backward call is placed at the forward call that
+    made its autograd node, with its own line as context."""
+    cwd_frames: dict = {}
+
+    def frame(where):
+        if where is None:
+            return None
+        got = cwd_frames.get(where)
+        if got is None:
+            code, line = where
+            got = cwd_frames[where] = Frame(relative(code.co_filename), line, code.co_name)
+        return got
+    creator: dict = {}
+    last = None
+    for call in trace.calls:
+        if call.node is None:
+            if last is not None and call.seq > last and call.seq not in creator:
+                creator[call.seq] = call.index
+            last = call.seq
+    out = []
+    for call in trace.calls:
+        own = frame(call.where)
+        if call.node is not None:
+            fwd = creator.get(call.node + 1)
+            if fwd is not None and fwd < call.index:
+                out.append((frame(trace.calls[fwd].where), own, trace.calls[fwd].where))
+                continue
+        out.append((own, None, call.where))
+    return out
+
+
+def build_ops(trace) -> Built:
     with no_gc():
-        return _build_ops(trace)
+        return _build(trace)
 
 
-def _build_ops(trace) -> list[TraceOp]:
-    view = _views_for(trace.storages)
-    ops = []
-    for raw in trace.raw:
-        op = TraceOp(raw, trace)
-        for label, mode, ref, may in raw.accesses:
-            op.accesses.append(Access(label, mode, ref, may, view(ref),
-                                      raw.exact.get(label) if may else None))
-        if not op.failed:
-            op.input_views = [a.view for a in op.accesses if a.mode == "R" and a.view]
-            op.output_views = [a.view for a in op.accesses if a.mode == "W" and a.view]
-        ops.append(op)
-    return ops
+def _build(trace) -> Built:
+    views = _Views()
+    ops, infos, refs_all, index = [], [], [], {}
+    frames = _frames(trace)
+    texts: dict = {}
+    for call, (where, context, raw_where) in zip(trace.calls, frames):
+        spec = call.spec
+        label = spec.name if spec is not None else str(call.func)
+        name = f"{label}#{call.index}"
+        index[name] = call.index
+        slots, refs = [], []
+        extra = call.extra or {}
+        exact = extra.get("exact")
+        for k, acc in enumerate(call.accesses):
+            mode, pos, j, gen, ptr, shape, stride, dtype, born, bits = acc
+            size = itemsize(dtype)
+            offset = (ptr - gen.address) // size if gen is not None else 0
+            ref = Ref(gen, offset, shape, stride, dtype, size, bool(bits & 2), bool(bits & 1),
+                      born=born)
+            refs.append(ref)
+            if exact is not None and exact[0] == k:
+                mode = "RW" if exact[1] else "W"
+            slots.append(Slot(_label(spec, pos, j), mode, views.view(ref),
+                              str(dtype).replace("torch.", ""), size, tuple(shape),
+                              tuple(stride), ptr, gen.id if gen is not None else None,
+                              gen.group if gen is not None else None, None,
+                              born if born >= -1 else None,
+                              gen is not None and gen.creator == call.index))
+        accesses = []
+        exact_map = {}
+        if not call.error and not call.untracked:
+            for k, s in enumerate(slots):
+                if s.mode is None or s.view is None:
+                    continue
+                if exact is not None and exact[0] == k:
+                    addresses = exact[2]
+                    exact_map[k] = addresses
+                    runs = datadep.runs(addresses, s.itemsize)
+                    if len(runs) <= datadep.RUN_LIMIT and \
+                            (s.start - refs[k].gen.address) % s.itemsize == 0:
+                        for address, n in runs:
+                            accesses.append(Access(k, s.mode, views.piece(refs[k], address, n)))
+                        continue
+                accesses.append(Access(k, s.mode, s.view))
+        elif exact is not None:
+            exact_map[exact[0]] = exact[2]
+        ops.append(OpRecord(name, label, tuple(accesses)))
+        text = texts.get(raw_where)
+        if text is None and raw_where is not None:
+            text = texts[raw_where] = line_text(raw_where[0].co_filename, raw_where[1])
+        infos.append(OpInfo(
+            name, label, call.index, where, context, text or "", call.error, call.untracked,
+            tuple(slots), _exempt(spec, call.accesses),
+            extra.get("outcomes"), extra.get("duplicates"), exact_map,
+            _uniform(slots), call.stream or "default"))
+        refs_all.append(refs)
+    return Built(ops, infos, refs_all, index)
+
+
+def _exempt(spec, accesses) -> frozenset:
+    """(written, read) slot pairs of an elementwise op whose read argument is the written
+    view itself (same memory, same elements in the same order, same dtype)."""
+    if spec is None or not (spec.elementwise or spec.foreach) or len(accesses) < 2:
+        return frozenset()
+    out = set()
+    for w, a in enumerate(accesses):
+        if a[0] not in ("W", "RW") or a[3] is None:
+            continue
+        for r, b in enumerate(accesses):
+            if r == w or b[0] != "R" or b[3] is not a[3]:
+                continue
+            if spec.foreach and a[2] != b[2]:
+                continue
+            if same_layout(a, b):
+                out.add((w, r))
+    return frozenset(out)
+
+
+def _uniform(slots) -> bool:
+    """Does the op write one value everywhere (only scalars read, nothing read-written)?"""
+    written = False
+    for s in slots:
+        if s.mode == "RW":
+            return False
+        if s.mode == "W":
+            written = True
+        elif s.mode == "R" and any(n != 1 for n in s.shape):
+            return False
+    return written
+
+
+build = build_ops
