@@ -50,4 +50,4 @@ def test_tracer_views_match_torch_layouts_and_names():
                                  ) * ref.itemsize + ref.itemsize
             assert (v.extent[0] + base, v.extent[1] + base + 1) == (lo, hi)
             assert base == ref.gen.address            # views sit at their real addresses
-    assert seen >= 6
+    assert seen >= 5
