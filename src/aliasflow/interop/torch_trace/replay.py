@@ -145,9 +145,14 @@ class _Replayer:
         call = self.trace.calls[i]
         refs = self.built.refs[i]
         resized = (call.extra or {}).get("resized", set())
+        # an out= argument moved by the op starts empty; one it read first (in place) is
+        # passed as it was (its template slot is the read)
+        fresh = {k for k in resized if call.accesses[k][0] == "W" and
+                 not any(acc[0] == "R" and acc[1:3] == call.accesses[k][1:3]
+                         for acc in call.accesses)}
         targs, tkwargs = call.template
-        args = [self.arg(a, refs, resized) for a in targs]
-        kwargs = {k: self.arg(v, refs, resized) for k, v in tkwargs.items()}
+        args = [self.arg(a, refs, fresh) for a in targs]
+        kwargs = {k: self.arg(v, refs, fresh) for k, v in tkwargs.items()}
         if call.rng is not None and call.rng[0]:
             g = torch.Generator()
             g.set_state(call.rng[1])

@@ -218,9 +218,12 @@ class Trace:
 
     # ---- storages -----------------------------------------------------------------------
     def _gen(self, t, sid, index, creating):
-        """A new generation for ``t``'s storage (first sight, or its memory moved)."""
+        """A new generation for ``t``'s storage (first sight, or its memory moved); None for
+        a storage without memory (meta, fake)."""
         st = t.untyped_storage()
         ptr, nbytes = st.data_ptr(), st.nbytes()
+        if not ptr and (nbytes or self._unusual(t) is None):
+            return None
         old = self._by_sid.get(sid)
         if old is None:
             st._weak_ref()   # pins the StorageImpl object, not its bytes; freed with the trace
@@ -264,11 +267,11 @@ class Trace:
         """``(None, 0)`` for a tensor without memory (meta, fake, functional wrappers), whose
         accesses overlap nothing; raises :class:`Untracked` for layouts without plain
         strided memory (sparse, nested, mkldnn, quantized)."""
+        if t.is_nested:
+            raise Untracked("a nested tensor")
         layout = t.layout
         if layout != torch.strided:
             raise Untracked(f"a {str(layout).replace('torch.', '')} tensor")
-        if t.is_nested:
-            raise Untracked("a nested tensor")
         if t.dtype in _QUANTIZED:
             raise Untracked(f"a quantized tensor ({str(t.dtype).replace('torch.', '')})")
         if t.device.type == "meta" or type(t) is not _Tensor and \
@@ -285,20 +288,23 @@ class Trace:
         try:
             sid = _storage_address(t)
             ptr = t.data_ptr()
-        except Exception:  # noqa: BLE001
+            shape = t.shape
+            stride = t.stride()
+        except Exception as exc:  # noqa: BLE001
             if self._unusual(t) is None:
                 out.append((mode, pos, k, None, 0, tuple(t.shape), t.stride(), t.dtype, -1, 0))
                 return
-            raise Untracked(f"cannot read the memory of a {type(t).__name__}")
+            raise Untracked(f"cannot read the memory of a {type(t).__name__} "
+                            f"({_text(exc)})") from None
         dtype = t.dtype
         if dtype in _QUANTIZED:
             self._unusual(t)
         gen = self._by_sid.get(sid)
         if gen is None or creating or not (gen.address <= ptr <= gen.end):
-            if not ptr and self._unusual(t) is None:
-                out.append((mode, pos, k, None, 0, tuple(t.shape), t.stride(), dtype, -1, 0))
-                return
             gen = self._gen(t, sid, index, creating)
+            if gen is None:   # no memory: meta, fake
+                out.append((mode, pos, k, None, 0, tuple(shape), stride, dtype, -1, 0))
+                return
         born = -2
         if gen.dirty and mode is not None:
             born = self._born.get(t._cdata, -1)
@@ -307,13 +313,17 @@ class Trace:
         bits = 0
         if self._bits_seen or dtype.is_complex:
             bits = t.is_conj() << 1 | t.is_neg()
-        out.append((mode, pos, k, gen, ptr, t.shape, t.stride(), dtype, born, bits))
+        out.append((mode, pos, k, gen, ptr, shape, stride, dtype, born, bits))
 
     # ---- the hot path -------------------------------------------------------------------
     def _call(self, func, args, kwargs):
         spec = self._specs.get(func)
         if spec is None:
-            spec = self._spec(func)
+            try:
+                spec = self._spec(func)
+            except Exception as exc:  # noqa: BLE001 - never break the user's program
+                self._spec_error[func] = _text(exc)
+                spec = None
         calls = self.calls
         index = len(calls)
         # the user's frame: the first one outside torch, aliasflow and installed packages
@@ -534,31 +544,39 @@ class Trace:
         if finish is not None:
             outcomes = finish()
             call.extra["outcomes"] = outcomes
-        if spec.resizing:   # out= arguments may have moved onto new memory
-            for j, acc in enumerate(accesses):
-                if acc[0] is None or acc[3] is None:
-                    continue
-                a = spec.args[acc[1]]
-                if not a.is_out and not spec.base.startswith(("resize", "set_", "_resize")):
-                    continue
-                v = args[a.position] if a.position < len(args) else kwargs.get(a.name)
-                t = v[acc[2]] if acc[2] >= 0 else v
-                if acc[3].address != t.untyped_storage().data_ptr() or \
-                        acc[3].nbytes != t.untyped_storage().nbytes():
-                    moved: list = []
-                    self._capture(t, acc[0], acc[1], acc[2], index, moved, creating=True)
-                    accesses[j] = moved[0]
-                    call.extra = call.extra or {}
-                    call.extra.setdefault("resized", set()).add(j)
-                elif a.is_out and tuple(acc[5]) != tuple(t.shape):
-                    moved = []
-                    self._capture(t, acc[0], acc[1], acc[2], index, moved)
-                    accesses[j] = moved[0]
+        if spec.writes:   # a written argument may have been resized, even moved (out=)
+            self._moved(call, spec, index, args, kwargs, accesses)
         if spec.any_fresh or spec.returns:
             call.results = self._results(spec, out, index, accesses)
         if spec.data_dependent:
             self._duplicates(call, spec, args, kwargs, accesses, out)
         call.accesses = accesses
+
+    def _moved(self, call, spec, index, args, kwargs, accesses):
+        """Re-read written arguments the op resized: on new memory, a new generation."""
+        n = len(args)
+        for j, acc in enumerate(list(accesses)):
+            if acc[0] not in ("W", "RW") or acc[3] is None or acc[1] < 0:
+                continue
+            a = spec.args[acc[1]]
+            v = args[a.position] if a.position < n else kwargs.get(a.name)
+            t = v[acc[2]] if acc[2] >= 0 else v
+            if t.data_ptr() == acc[4] and t.shape == acc[5] and t.stride() == acc[6]:
+                continue
+            st = t.untyped_storage()
+            moved = acc[3].address != st.data_ptr() or acc[3].nbytes != st.nbytes()
+            again: list = []
+            self._capture(t, acc[0] if not moved else "W", acc[1], acc[2], index, again,
+                          creating=moved)
+            if moved and acc[0] == "RW":   # it read the old memory and wrote the new
+                accesses[j] = ("R",) + acc[1:]
+                j = len(accesses)
+                accesses.append(again[0])
+            else:
+                accesses[j] = again[0]
+            if moved:
+                call.extra = call.extra or {}
+                call.extra.setdefault("resized", set()).add(j)
 
     def _results(self, spec, out, index, accesses):
         born = self._born
