@@ -10,11 +10,10 @@
   ``hazard`` otherwise, unless the op writes one value everywhere (``uniform``).
 - ``duplicate-index``: repeated indices written with different values (``wrong``).
 - ``stale-view`` (kind ``RAW``): a read through a view object made before a write by another
-  op that changed some, not all, of its bytes through a view that also reaches bytes outside
-  it (the view now holds a mix of old and new values; the program may have expected a copy).
-  Writes through the view itself or through a part of it (``x[2:5] = y`` then reading ``x``),
-  and writes that renew the whole view (an update of a flat buffer its views live in), are
-  what views are for and are not stale.
+  op that changed some of its bytes through a view reaching beyond it (``first = x[:, :1]``,
+  then ``x[..., :1] = ...``, then reading ``first``: the program may have expected a copy).
+  Writes through the view itself or through a part of it (``x[2:5] = y`` then reading ``x``,
+  a static KV cache written a slot at a time and read whole) are what views are for.
 - ``order`` (``RAW``/``WAR``/``WAW``, only with ``all=True``): see :mod:`.order`.
 
 Findings at the same source lines with the same severity, kind and names are grouped: one
@@ -110,7 +109,7 @@ def _repeated(slot) -> np.ndarray:
 def _self_overlap(info) -> list[Finding]:
     found = []
     for w, ws in enumerate(info.slots):
-        if ws.mode not in ("W", "RW") or ws.view is None or w in info.exact:
+        if ws.mode not in ("W", "RW") or ws.view is None:
             continue
         if not ws.view.has_internal_overlap():
             continue
@@ -149,11 +148,11 @@ def _distinct_bytes(view) -> int:
         int(np.unique(view.footprint()).size)
 
 
-def _nested(w, r) -> bool:
-    """Does one of the two views' footprints contain the other's?"""
+def _inside(w, r) -> bool:
+    """Are all the bytes ``w`` touches inside ``r``'s footprint?"""
     ov = overlap(w.view, r.view)
     shared = ov.count if ov._in_elements() else len(ov.elements())
-    return shared >= _distinct_bytes(w.view) or shared >= _distinct_bytes(r.view)
+    return shared >= _distinct_bytes(w.view)
 
 
 def _stale(infos) -> list[Finding]:
@@ -185,7 +184,7 @@ def _stale(infos) -> list[Finding]:
             for wi, w in items[lo:hi][::-1]:
                 if not memory_meets(w.view, r.view) or not overlap(w.view, r.view):
                     continue
-                if _nested(w, r):
+                if _inside(w, r):
                     continue
                 shared = _grid(r, _shared_bytes(r, w))
                 found.append(Finding("stale-view", "RAW", [wi, info], int(shared.size),

@@ -129,8 +129,13 @@ def _split_list(text: str):
     return None
 
 
+_PREFIXES = ("linalg_", "special_", "fft_", "nn_functional_", "_")
+
+
 def _matches(base: str, function: str) -> bool:
-    if function == base or function == base.rstrip("_") or function + "_" == base:
+    names = {base, base.rstrip("_")}
+    names |= {n[len(p):] for n in list(names) for p in _PREFIXES if n.startswith(p)}
+    if function in names or function + "_" in names:
         return True
     return function in ALIASES.get(base, ())
 
@@ -144,7 +149,11 @@ def expressions(spec, path: str, line: int) -> dict[str, str]:
     positional = [a for a in spec.args if not a.kwarg_only]
     assign = assignment(path, line)
     if assign is not None:
-        if assign.op is not None and base.endswith("_"):
+        if assign.subscript and base in ("index_put_", "_index_put_impl_"):
+            out["self"] = assign.target.split("[", 1)[0]
+            out["values"] = assign.value if assign.op is None else \
+                f"{assign.target} {assign.op} {assign.value}"
+        elif assign.op is not None and base.endswith("_"):
             out["self"] = assign.target
             reads = [a.name for a in spec.args if a.mode == "R" and a.holds != "other"]
             if len(reads) == 1:
@@ -153,9 +162,6 @@ def expressions(spec, path: str, line: int) -> dict[str, str]:
             out["self"] = assign.target
             for arg in ("src", "value"):
                 out[arg] = assign.value
-        elif assign.subscript and base in ("index_put_", "_index_put_impl_"):
-            out["self"] = assign.target.split("[", 1)[0]
-            out["values"] = assign.value
     for n, c in enumerate(calls(path, line)):
         if not _matches(base, c.function):
             continue
@@ -186,10 +192,11 @@ def frame_locals(frame, tensors) -> dict[int, str]:
         names = frame.f_locals
     except Exception:  # noqa: BLE001
         return out
-    keys = {}
+    keys: dict = {}
     for k, t in tensors.items():
         try:
-            keys[(t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)] = k
+            keys.setdefault((t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype),
+                            []).append(k)
         except Exception:  # noqa: BLE001
             continue
     for var, value in list(names.items()):
@@ -198,9 +205,8 @@ def frame_locals(frame, tensors) -> dict[int, str]:
                 key = (value.data_ptr(), tuple(value.shape), tuple(value.stride()), value.dtype)
             except Exception:  # noqa: BLE001
                 continue
-            k = keys.get(key)
-            if k is not None and k not in out:
-                out[k] = var
+            for k in keys.get(key, ()):
+                out.setdefault(k, var)
     return out
 
 

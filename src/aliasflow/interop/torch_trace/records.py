@@ -173,7 +173,7 @@ def _build(trace) -> Built:
             name, label, call.index, where, context, text or "", call.error, call.untracked,
             tuple(slots), _exempt(spec, call.accesses),
             extra.get("outcomes"), extra.get("duplicates"), exact_map,
-            _uniform(slots), call.stream or "default"))
+            _uniform(spec, slots), call.stream or "default"))
         refs_all.append(refs)
     return Built(ops, infos, refs_all, index)
 
@@ -197,17 +197,13 @@ def _exempt(spec, accesses) -> frozenset:
     return frozenset(out)
 
 
-def _uniform(slots) -> bool:
-    """Does the op write one value everywhere (only scalars read, nothing read-written)?"""
-    written = False
-    for s in slots:
-        if s.mode == "RW":
-            return False
-        if s.mode == "W":
-            written = True
-        elif s.mode == "R" and any(n != 1 for n in s.shape):
-            return False
-    return written
+UNIFORM = frozenset({"fill_", "zero_", "fill"})
+
+
+def _uniform(spec, slots) -> bool:
+    """Does the op write one value to every element of its output (``fill_``, ``zero_``)?"""
+    return spec is not None and spec.base in UNIFORM and \
+        all(s.mode != "R" or all(n == 1 for n in s.shape) for s in slots)
 
 
 build = build_ops
