@@ -226,7 +226,7 @@ class Namer:
         info = self.built.infos[i]
         refs = self.built.refs[i]
         exprs = {}
-        if call.node is None and call.where is not None:
+        if call.where is not None:
             code, line = call.where
             try:
                 exprs = expressions(call.spec, code.co_filename, line)

@@ -83,8 +83,9 @@ class _Views:
 
 
 def _frames(trace):
-    """``(user frame, context)`` per call: a backward call is placed at the forward call that
-    made its autograd node, with its own line as context."""
+    """``(user frame, context, raw where)`` per call: a call the autograd engine makes for a
+    ``backward()`` line is placed at the forward call that made its autograd node, with the
+    ``backward()`` line as context (a user-written ``backward`` method keeps its own line)."""
     cwd_frames: dict = {}
 
     def frame(where):
@@ -96,18 +97,26 @@ def _frames(trace):
             got = cwd_frames[where] = Frame(relative(code.co_filename), line, code.co_name)
         return got
     creator: dict = {}
-    last = None
+    last = trace.seq_at_start
     for call in trace.calls:
         if call.node is None:
             if last is not None and call.seq > last and call.seq not in creator:
                 creator[call.seq] = call.index
             last = call.seq
     out = []
+    engine: dict = {}   # where -> does the line start the backward pass (not user backward code)
     for call in trace.calls:
         own = frame(call.where)
-        if call.node is not None:
+        if call.node is not None and call.where is not None:
+            starts = engine.get(call.where)
+            if starts is None:
+                code, line = call.where
+                text = line_text(code.co_filename, line)
+                starts = engine[call.where] = (not text or ".backward(" in text
+                                               or "autograd.grad(" in text
+                                               or "autograd.backward(" in text)
             fwd = creator.get(call.node + 1)
-            if fwd is not None and fwd < call.index:
+            if starts and fwd is not None and fwd < call.index:
                 out.append((frame(trace.calls[fwd].where), own, trace.calls[fwd].where))
                 continue
         out.append((own, None, call.where))

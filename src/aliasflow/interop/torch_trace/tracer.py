@@ -153,6 +153,7 @@ class Trace:
         self._regions: list[tuple[str, int, int | None]] = []   # (stream, first op, end op)
         self._mode = None
         self._derived = None
+        self.seq_at_start = None  # autograd's sequence number when tracing began
         self._bits_seen = False   # a neg view of a real tensor was made: read every one's bits
         self._spec_error: dict = {}
         self.names = None
@@ -166,6 +167,7 @@ class Trace:
             from .names import ModuleNames
             self.names = self.names or ModuleNames()
             self.names.start()
+        self.seq_at_start = _sequence_nr()
         self._mode = _Mode(self)
         self._mode.__enter__()
         self.running = True
