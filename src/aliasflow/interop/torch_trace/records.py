@@ -210,8 +210,13 @@ UNIFORM = frozenset({"fill_", "zero_", "fill"})
 
 
 def _uniform(spec, slots) -> bool:
-    """Does the op write one value to every element of its output (``fill_``, ``zero_``)?"""
-    return spec is not None and spec.base in UNIFORM and \
+    """Does the op write one value to every element of its output (``fill_``, ``zero_``), or
+    no value at all (``empty_strided`` leaves its memory as it was)?"""
+    if spec is None:
+        return False
+    if spec.uninitialized:
+        return True
+    return spec.base in UNIFORM and \
         all(s.mode != "R" or all(n == 1 for n in s.shape) for s in slots)
 
 
