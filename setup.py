@@ -11,8 +11,10 @@ with AddressSanitizer and UBSan (see fuzz/README.md).
 """
 
 import os
+import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 SRC = "src/aliasflow/solver/_native_src"
 WALK = "src/aliasflow/analysis/_native_src"
@@ -36,7 +38,33 @@ def extension(name: str, source: str, depends=()) -> Extension:
                      optional=not SANITIZE)
 
 
+NOT_BUILT = ("aliasflow: the compiled core was not built ({}); aliasflow works in pure "
+             "Python with the same answers, but overlap checks, dependency walks and parallel "
+             "runs are slower (the 'pure' columns of benchmarks/RESULTS.md). Install a C++17 "
+             "compiler and Python's headers, then reinstall, to build it.")
+
+
+class BuildExt(build_ext):
+    """Builds the optional extensions; when any fails, says so in one line at the end."""
+
+    def run(self):
+        self.failed = []
+        super().run()
+        if self.failed:
+            message = NOT_BUILT.format(", ".join(self.failed))
+            self.announce(message, level=3)
+            print(message, file=sys.stderr)
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception:
+            self.failed.append(ext.name)
+            raise   # setuptools skips an optional extension that fails
+
+
 setup(
+    cmdclass={"build_ext": BuildExt},
     ext_modules=[
         extension("aliasflow.solver._native", f"{SRC}/module.cpp",
                   [f"{SRC}/overlap.hpp", f"{SRC}/radix.hpp", f"{SRC}/arith.hpp",

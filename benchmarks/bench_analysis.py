@@ -52,9 +52,9 @@ sys.path.insert(0, str(HERE))
 
 import aliasflow as af  # noqa: E402
 from aliasflow.analysis.dependencies import all_conflicts  # noqa: E402
-from aliasflow.core.program import check_ops  # noqa: E402
+from aliasflow.core.program import as_records  # noqa: E402
 from aliasflow.execution import ready  # noqa: E402
-from aliasflow.execution.checks import check_all  # noqa: E402
+from aliasflow.execution.interpreter import check_all  # noqa: E402
 from trace import (make_gil_trace, make_nondense_trace, make_parallel_trace, make_trace,  # noqa: E402
                    trace_tensors)
 
@@ -123,13 +123,20 @@ def worker_analyze(args) -> None:
     gc.collect()
     trim_heap()  # both RSS readings with freed memory handed back, so they compare
     rss_trace = rss_bytes()
-    best, graph = float("inf"), None
-    for _ in range(args.repeats):
+    # the first analyze builds the builders' records (the public API, inside the timer);
+    # later ones find them built (records outside the timer), and analyse cold again
+    best, graph, with_records = float("inf"), None, None
+    for _ in range(max(args.repeats, 2)):
         graph = None
         gc.collect()
         t = time.perf_counter()
         graph = af.analyze(ops)
-        best = min(best, time.perf_counter() - t)
+        took = time.perf_counter() - t
+        if with_records is None:
+            with_records = took
+            if args.repeats > 1 or len(ops) <= 20_000:
+                continue  # the records-outside times are the later runs
+        best = min(best, took)
     # what the graph keeps (edges as arrays, the views it was analysed from): RSS with the
     # walk's freed memory handed back to the system
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -137,7 +144,8 @@ def worker_analyze(args) -> None:
     kept = rss_bytes() - rss_trace
     deps = graph.dependencies
     out = {
-        "n": len(ops), "gen": gen, "time": best, "edges": len(deps), "kinds": graph.kinds(),
+        "n": len(ops), "gen": gen, "time": best, "time_records": with_records,
+        "edges": len(deps), "kinds": graph.kinds(),
         "implicit": sum(d.implicit for d in deps), "pairs": sum(len(graph.predecessor_indices(k)) for k in range(len(ops))),
         "rss_trace": rss_trace, "maxrss": maxrss, "kept": kept, "storage": storage,
     }
@@ -376,7 +384,7 @@ def parallel_overhead(args, log) -> dict:
             op.execute()
 
     def checks():  # what run() checks before any op runs (graph given)
-        checked = check_ops(ops)
+        checked = as_records(ops)
         graph.check_matches(checked)
         check_all(checked)
 
@@ -389,7 +397,41 @@ def parallel_overhead(args, log) -> dict:
         "w2_graph": lambda: af.run(ops, workers=2, graph=graph),
     }, args.exec_repeats)
     res.update(n=n, edges=len(graph.dependencies), queue=ready.backend_name())
+    res.update(fill_rows(args))
     return res
+
+
+def fill_rows(args) -> dict:
+    """20,000 one-element Fill ops, run by af.run (records, checks, analysis, steps and
+    queue all inside the timer; the builders made outside, fresh for every run), against
+    the same writes as a NumPy loop ``a[i:i+1] = 1.0``."""
+    n = args.fill_ops
+    arr = np.zeros(n, np.float32)
+
+    def np_loop():
+        for i in range(n):
+            arr[i:i + 1] = 1.0
+
+    def fresh():
+        t = af.Tensor("F", (n,), "float32")
+        return t, [af.FillOperation(f"f{i}", 1.0).set_outputs(t[i:i + 1]) for i in range(n)]
+
+    best = {"np": float("inf"), "w1": float("inf"), "w2": float("inf")}
+    for _ in range(args.exec_repeats):
+        for key in best:
+            if key == "np":
+                gc.collect()
+                t = time.perf_counter()
+                np_loop()
+            else:
+                tensor, ops = fresh()
+                gc.collect()
+                t = time.perf_counter()
+                af.run(ops, workers=int(key[1]))
+            best[key] = min(best[key], time.perf_counter() - t)
+            if key != "np" and not tensor.data.all():
+                raise AssertionError("a fill did not write")
+    return {"fill_n": n, **{f"fill_{k}": v for k, v in best.items()}}
 
 
 def gil_speedup(args, log) -> dict:
@@ -545,8 +587,14 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
                      f"{fmt_s(r['time'])}, {r['n'] / r['time']:,.0f} ops/s; {r['edges']:,} edges "
                      f"(RAW {k['RAW']:,} / WAR {k['WAR']:,} / WAW {k['WAW']:,}; "
                      f"{r['implicit'] / max(r['edges'], 1):.0%} implicit; "
-                     f"{r['edges'] / r['n']:.1f}/op)", ">= 250,000 ops/s",
+                     f"{r['edges'] / r['n']:.1f}/op); records built before", ">= 250,000 ops/s",
                      "PASS" if r['n'] / r['time'] >= 250_000 else "FAIL"))
+        tr = r.get("time_records")
+        if tr:
+            rows.append(("1 analyze", f"{fmt_n(n)} ops, records built by the public API inside "
+                         f"the timer (the builders' first analyze)",
+                         f"{fmt_s(tr)}, {r['n'] / tr:,.0f} ops/s", ">= 250,000 ops/s",
+                         "PASS" if r['n'] / tr >= 250_000 else "FAIL"))
     for n in args.control_sizes:
         c, label = runs[(n, 1, "control")], f"control {fmt_n(n)} ops (no KV cache, fixed tokens)"
         if "error" in c:
@@ -648,6 +696,15 @@ def build_rows(args, runs, base, par, gil, snd, nd=()) -> list[tuple]:
     rows.append(("4 overhead", "run(workers=2) - kernels, per op",
                  f"{per(par['w2']):.1f} us/op (of which analyze {par['analyze'] / n * 1e6:.1f})",
                  "(info)", ""))
+    fill_np = par["fill_np"]
+    for w in (1, 2):
+        extra = (par[f"fill_w{w}"] - fill_np) / par["fill_n"] * 1e6
+        rows.append(("4 overhead", f"{fmt_n(par['fill_n'])} one-element Fill ops: "
+                     f"run(workers={w}) - the NumPy loop a[i:i+1] = 1.0, per op (records, "
+                     f"checks{', analysis' if w > 1 else ''} included)",
+                     f"{extra:.2f} us/op ({fmt_s(par[f'fill_w{w}'])} vs NumPy "
+                     f"{fmt_s(fill_np)}, {fill_np / par['fill_n'] * 1e6:.2f} us/op)",
+                     "<= 2 us/op", status(extra <= 2)))
     rows.append(("4 overhead", f"run(workers=2, graph=precomputed) - kernels, per op "
                  f"({par['queue']} ready queue)",
                  f"{per(par['w2_graph']):.1f} us/op (of which checks before running "
@@ -756,6 +813,8 @@ def parse_args(argv=None):
     p.add_argument("--max-gb", type=float, default=2.0, help="memory target at the largest size")
     p.add_argument("--par-ops", type=int, default=20_000)
     p.add_argument("--par-size", type=int, default=4, help="elements per tiny op")
+    p.add_argument("--fill-ops", type=int, default=20_000,
+                   help="one-element Fill ops run against the NumPy loop")
     p.add_argument("--gil-chains", type=int, default=2)
     p.add_argument("--gil-length", type=int, default=8)
     p.add_argument("--gil-size", type=int, default=4_000_000)

@@ -58,16 +58,10 @@ def matmul(a, b):
     return np.matmul(a, b)
 
 
-class MatMulOperation(af.BinaryOperation):
-    """``out = a @ b``. BinaryOperation refuses inputs that do not broadcast even when given a
-    non-elementwise callable, so the matmul kernel gets its own (benchmark-local) subclass;
-    for the analysis it is an ordinary two-input, one-output op."""
-
-    def __init__(self, name: str):
-        super().__init__(name, fn=matmul)
-
-    def compute(self, values):
-        return np.matmul(*values)
+def MatMulOperation(name: str) -> af.BinaryOperation:
+    """``out = a @ b``: a binary op with a callable kernel (not elementwise, so its inputs
+    need not broadcast); for the analysis an ordinary two-input, one-output op."""
+    return af.BinaryOperation(name, fn=matmul)
 
 
 def sgd(p, g):

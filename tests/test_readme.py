@@ -15,6 +15,21 @@ def test_readme_python_example_runs():
     lines = out.getvalue().splitlines()
     assert lines[0] == "fill col RAW implicit [2, 6, 10]"
     assert lines[1] == "[['fill'], ['col']]"
+    assert lines[2] == lines[3]  # the value returned, and shown by the op
+    assert lines[2].startswith("[2.7182")
+
+
+def test_readme_primitive_example_runs():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    code = next(b for b in blocks if "af.Primitive(" in b)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile("import aliasflow as af\n" + code, "README.md", "exec"), {})
+    finally:
+        import aliasflow as af
+        af.PRIMITIVES.pop("axpy", None)
+    assert out.getvalue().splitlines() == ["[0.0, 1.0, 4.0, 7.0, 10.0, 13.0, 6.0, 7.0]"]
 
 
 def test_readme_memory_example_runs():

@@ -15,10 +15,11 @@ from .core.errors import AliasflowError, ExecutionError
 from .core.storage import Storage
 from .core.view import Tensor
 from .core.view import TensorView, row_major_strides
-from .core.operations import (Operation, FillOperation, TransformOperation, ReduceOperation,
-                              BinaryOperation)
+from .core.builders import (Operation, FillOperation, TransformOperation, ReduceOperation,
+                            BinaryOperation)
 from .core.program import Program
-from .core.record import Access, OpRecord, Value
+from .core.record import Access, OpRecord, Results, Value
+from .core import primitives
 from .core.primitives import PRIMITIVES, Primitive
 from .core.exchange import from_numpy, from_dlpack
 from .analysis.overlap import Overlap, overlap, check_memory_overlap, has_internal_overlap
@@ -27,16 +28,22 @@ from .analysis.schedule import DependencyGraph
 from .analysis.flow import Flow, value_flow
 from .analysis.races import find_races
 from .execution.runner import run
-from .execution.checks import OpRefused
+from .execution.interpreter import OpRefused
 from .solver import UndecidedOverlapWarning, WorkBudget
 from .analysis.budget import work_budget
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def compute_view_footprint(view: TensorView) -> list[int]:
     """Sorted storage elements that ``view`` touches (the seed's function; NumPy inside)."""
     return view.footprint().tolist()
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext aliasflow`` in IPython or Jupyter: the ``%%aliasflow`` cell magic (see
+    :mod:`aliasflow.notebook`)."""
+    from .notebook import load_ipython_extension as load
+    load(ipython)
 
 
 def __getattr__(name: str):
@@ -55,7 +62,7 @@ __all__ = [
     "AliasflowError", "ExecutionError", "Storage", "Tensor", "from_numpy", "from_dlpack",
     "TensorView", "row_major_strides", "Operation", "FillOperation", "TransformOperation",
     "ReduceOperation", "BinaryOperation", "Program", "OpRecord", "Access", "Value",
-    "PRIMITIVES", "Primitive", "Overlap", "overlap", "check_memory_overlap",
+    "Results", "PRIMITIVES", "Primitive", "primitives", "Overlap", "overlap", "check_memory_overlap",
     "has_internal_overlap",
     "compute_view_footprint", "Dependency", "analyze", "analyze_dependencies",
     "DependencyGraph", "Flow", "value_flow", "find_races", "run",

@@ -4,6 +4,6 @@ The same names as :mod:`aliasflow.execution.distributed`; the engines are import
 ``DaskBackend`` or ``RayBackend`` is first used.
 """
 from .execution.distributed import (Figures, LocalBackend, OpFailed, Plan, StorageInfo,  # noqa
-                                    Task, ViewSpec, parse_bytes, plan, run, run_local,
+                                    Task, parse_bytes, plan, run, run_local,
                                     run_plan)
 from .execution.distributed import __all__, __getattr__  # noqa: F401

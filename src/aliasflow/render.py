@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 from rich.console import Group
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -22,8 +21,10 @@ def _cells(*values) -> list[Text]:
     return [Text(str(v)) for v in values]
 
 
-def grid(program: Program, tensor_name: str) -> Group | Text:
-    """The tensor's storage as a grid of element numbers, each marked by the views covering it."""
+def grid(program: Program, tensor_name: str, width: int | None = None) -> Group | Text:
+    """The tensor's storage as a grid of element numbers, each marked by the views covering
+    it. A grid wider than ``width`` columns of text is folded: its columns are drawn in
+    consecutive blocks, each headed by the element columns it holds."""
     tensor = program.tensors[tensor_name]
     views = [v for v in program.views.values() if v.tensor is tensor and v.size]
     n = tensor.get_storage_size()
@@ -35,26 +36,58 @@ def grid(program: Program, tensor_name: str) -> Group | Text:
     for k, v in enumerate(views):
         for e in v.footprint().tolist():
             marks[e].append(k)
-    table = Table(show_header=False, show_lines=True, pad_edge=False)
-    for _ in range(cols):
-        table.add_column(justify="center", min_width=4)
-    for r in range(rows):
-        cells = []
-        for e in range(r * cols, min(n, (r + 1) * cols)):
-            cell = Text(str(e), style="dim" if not marks[e] else "")
-            if marks[e]:
-                cell.append(" ")
-                for k in marks[e]:
-                    cell.append(MARKS[k % 26], style=STYLES[k % len(STYLES)])
-            cells.append(cell)
-        table.add_row(*cells)
+    cells = []
+    for e in range(n):
+        cell = Text(str(e), style="dim" if not marks[e] else "")
+        if marks[e]:
+            cell.append(" ")
+            for k in marks[e]:
+                cell.append(MARKS[k % 26], style=STYLES[k % len(STYLES)])
+        cells.append(cell)
     legend = ", ".join(f"{MARKS[k % 26]}={v.name}" for k, v in enumerate(views))
-    return Group(Text(f"{tensor_name} {tensor.shape} {tensor.dtype} storage, "
-                      f"marks: {legend or 'no views'}", style="bold"), table)
+    parts = [Text(f"{tensor_name} {tensor.shape} {tensor.dtype} storage, "
+                  f"marks: {legend or 'no views'}", style="bold")]
+    blocks = _fold(cells, cols, width)
+    for first, last in blocks:
+        if len(blocks) > 1:
+            parts.append(Text(f"columns {first}-{last - 1} of {cols} (folded to fit "
+                              f"{width} characters)", style="italic"))
+        table = Table(show_header=False, show_lines=True)
+        for _ in range(first, last):
+            table.add_column(justify="center", min_width=GRID_CELL)
+        for r in range(rows):
+            row = [cells[e] for e in range(r * cols + first, min(n, r * cols + last))]
+            if row:
+                table.add_row(*row)
+        parts.append(table)
+    return Group(*parts)
+
+
+GRID_CELL = 4  # narrowest grid cell, in characters
+
+
+def _fold(cells, cols: int, width: int | None) -> list[tuple[int, int]]:
+    """Column ranges ``[first, last)`` whose tables fit in ``width`` characters (a cell is
+    its widest text plus a space each side and a border; one column per block at least)."""
+    if width is None:
+        return [(0, cols)]
+    need = [GRID_CELL] * cols
+    for e, cell in enumerate(cells):
+        c = e % cols
+        need[c] = max(need[c], cell.cell_len)
+    blocks, first, used = [], 0, 1
+    for c in range(cols):
+        w = need[c] + 3
+        if c > first and used + w > width:
+            blocks.append((first, c))
+            first, used = c, 1
+        used += w
+    blocks.append((first, cols))
+    return blocks
 
 
 def footprint_table(program: Program) -> Table:
-    table = Table(title="Views and footprints", title_justify="left")
+    table = Table(title=Text("Views and footprints"), title_justify="left")
     for col in ("view", "tensor", "offset", "shape", "stride", "footprint"):
         table.add_column(col)
     for v in program.views.values():
@@ -66,11 +99,12 @@ def footprint_table(program: Program) -> Table:
 
 def dependency_table(graph, title: str = "Dependencies", elements: bool = True,
                      max_elements: int = 16) -> Table:
-    table = Table(title=escape(title), title_justify="left")
-    for col in ("from", "to", "kind", "how", "through"):
+    table = Table(title=Text(title), title_justify="left")
+    for col in ("from", "to", "kind", "how"):
         table.add_column(col, no_wrap=True)
+    table.add_column("through")
     if elements:
-        table.add_column("elements")
+        table.add_column("elements", min_width=len("elements"))
     for d in graph.dependencies:
         row = [d.src, d.dst, d.kind, "implicit" if d.implicit else "explicit",
                f"{d.src_view} / {d.dst_view}" if d.implicit else d.src_view]
@@ -95,7 +129,7 @@ def levels_text(graph) -> Text:
 
 
 def flow_table(flows, title: str, max_elements: int = 16) -> Table:
-    table = Table(title=escape(title), title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     for col in ("reads", "from", "count", "elements"):
         table.add_column(col)
     for f in flows:
@@ -140,7 +174,7 @@ def shared_memory_table(program: Program, max_pairs: int = 12) -> Table | None:
     shared = shared_memory(program)
     if not shared:
         return None
-    table = Table(title="Tensors sharing memory", title_justify="left")
+    table = Table(title=Text("Tensors sharing memory"), title_justify="left")
     table.add_column("tensors (byte offset, bytes)")
     table.add_column("views that meet")
     for entry in shared:

@@ -7,7 +7,7 @@ finds that dependency, and so does aliasflow.
 """
 from __future__ import annotations
 
-from .core.operations import BinaryOperation, FillOperation, TransformOperation
+from .core.builders import BinaryOperation, FillOperation, TransformOperation
 from .core.program import Program
 from .core.view import Tensor
 from .core.view import TensorView

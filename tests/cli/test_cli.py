@@ -15,7 +15,9 @@ runner = CliRunner()
 
 
 def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+    # wide, so that table cells are not wrapped (80-column output: test_cli_terminal.py)
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False,
+                         env={"COLUMNS": "200"})
 
 
 def test_demo_shows_the_seed_answers():
@@ -91,7 +93,7 @@ def test_errors_are_one_line_without_traceback(tmp_path, args, message):
     bad.write_text("{not json")
     args = [a.format(complex=EXAMPLES / "seed_complex.json", bad=bad) for a in args]
     result = runner.invoke(app, args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # input error
     assert message in result.output
     assert "Traceback" not in result.output
 
@@ -113,9 +115,9 @@ def test_races_reports_unordered_conflicts_and_exit_codes():
                     "-e", "transform_op_a:add_op_ab")
     assert result.exit_code == 0 and "no races" in result.output
     bad = runner.invoke(app, ["races", str(complex_), "-e", "foo"])
-    assert bad.exit_code == 1 and "--edge must look like A:B, got 'foo'" in bad.output
+    assert bad.exit_code == 2 and "--edge must look like A:B, got 'foo'" in bad.output
     bad = runner.invoke(app, ["races", str(complex_), "-s", "nope=1"])
-    assert bad.exit_code == 1 and "no op named 'nope'" in bad.output
+    assert bad.exit_code == 2 and "no op named 'nope'" in bad.output
 
 
 def test_analyze_and_show_say_which_tensors_share_memory():

@@ -25,9 +25,9 @@ def cli(*args, timeout=TIMEOUT):
 
 
 def refused(proc, *words):
-    """Exit code 1 and exactly one line on stderr containing ``words``."""
+    """Exit code 2 (input error) and exactly one line on stderr containing ``words``."""
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("error:"), lines
     for w in words:
@@ -96,7 +96,8 @@ def test_absurd_worker_counts_finish(tmp_path):
         proc = cli("run", path, "--workers", workers, timeout=60)
         assert proc.returncode == 0, proc.stderr
     proc = cli("run", path, "--workers", "0")
-    assert proc.returncode == 2  # typer's usage error (a box, not a traceback)
+    assert proc.returncode == 2  # a usage error, in one line
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error:"), proc.stderr
 
 
 @pytest.mark.parametrize("tensor, words", [
@@ -121,7 +122,7 @@ def test_a_5000_digit_integer_is_refused_in_one_line(tmp_path):
 def test_many_big_tensors_hit_the_total_cap_before_allocating(tmp_path):
     tensors = [{"name": f"T{k}", "shape": [2**28], "dtype": "float32"} for k in range(16)]
     proc = cli("show", write(tmp_path, program(tensors)), timeout=60)
-    assert proc.returncode == 1 and "max_total_bytes" in proc.stderr
+    assert proc.returncode == 2 and "max_total_bytes" in proc.stderr
 
 
 def test_views_with_200000_dims_are_refused_quickly(tmp_path):
@@ -129,7 +130,7 @@ def test_views_with_200000_dims_are_refused_quickly(tmp_path):
              for k in range(3)]
     proc = cli("show", write(tmp_path, program([{"name": "A", "shape": [4]}], views)),
                timeout=60)
-    assert proc.returncode == 1 and "at most 64 dims" in proc.stderr
+    assert proc.returncode == 2 and "at most 64 dims" in proc.stderr
     index = [{"name": "w", "of": "A", "index": ", ".join(["None"] * 100000)}]
     refused(cli("show", write(tmp_path, program([{"name": "A", "shape": [4]}], index),
                               "i.json"), timeout=60), "dims")

@@ -1,5 +1,6 @@
 """`aliasflow mge` as a real process: exit 0, the observed table agrees with the seed in
 MegEngine mode, the exercises print the seed's answers, and alias mode differs where it must."""
+import os
 import subprocess
 import sys
 
@@ -9,8 +10,9 @@ from repo import EXAMPLES
 
 @pytest.fixture(scope="module")
 def output():
+    # wide, so that the table's cells are not wrapped (pipes get COLUMNS or 80)
     done = subprocess.run([sys.executable, "-m", "aliasflow.cli", "mge"], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env=dict(os.environ, COLUMNS="200"))
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     return done.stdout

@@ -151,7 +151,7 @@ def test_a_result_that_is_an_outputs_own_memory_is_copied_before_any_write():
 @pytest.mark.parametrize("returns", ["fresh", "owner", "view of owner", "other owner",
                                      "bytes-backed"])
 def test_may_share_agrees_with_numpy_bounds(returns):
-    from aliasflow.core.operations import _may_share
+    from aliasflow.core.interpret import _may_share
     a = af.Tensor("A", (6,), "float64", data=np.arange(6.0))
     outs = [a[1:3].numpy(), a[::2].numpy()]
     owner = outs[0].base

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import aliasflow as af
-from aliasflow.core import direct, functions, operations
+from aliasflow.core import direct, functions, primitives
 
 from strategies import programs
 from test_execution import numpy_reference, snapshot
@@ -40,12 +40,12 @@ def direct_everywhere(min_size=0):
         taken.append(ran)
         return ran
     direct.MIN_SIZE = min_size
-    operations.ufunc_into = spy
+    primitives.ufunc_into = spy
     try:
         yield taken
     finally:
         direct.MIN_SIZE = saved
-        operations.ufunc_into = real
+        primitives.ufunc_into = real
 
 
 @st.composite

@@ -133,8 +133,7 @@ def test_failure_injection_matches_program_order(ops, data):
             value = inner(*args, **kwargs)
             log.setdefault(id(op_list), []).append(op.name)
             return value
-        op.fn = fn
-        op.elementwise = False  # a callable now: judged when it runs
+        op.fn = fn  # a callable now: judged when it runs
 
     twins = [copy.deepcopy(ops) for _ in range(3)]
     results = []
@@ -170,7 +169,7 @@ def test_run_refuses_a_graph_of_other_ops():
     ops2 = [af.FillOperation("x", 1.0).set_outputs(a[2:]),
             af.TransformOperation("y").set_inputs(a[:2]).set_outputs(a[2:])]
     g = af.analyze(ops1)
-    for other, match in ((ops2, "another object"), (ops1[:1], "from 2 ops"),
+    for other, match in ((ops2, "'x' has other views"), (ops1[:1], "from 2 ops"),
                          (ops1 + [af.FillOperation("z").set_outputs(a[:1])], "from 2 ops"),
                          (ops1[::-1], "different op list")):
         for workers in (1, 2):

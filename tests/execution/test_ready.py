@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import aliasflow as af
-from aliasflow.execution import checks, ready, runner
+from aliasflow.execution import interpreter, ready, runner
 
 from strategies import programs
 from test_execution import numpy_reference, snapshot
@@ -279,7 +279,7 @@ def test_successor_arrays_of_a_graph():
 
 def random_light(seed):
     rnd = random.Random(seed)
-    return lambda op: rnd.randint(0, 1)
+    return lambda rec, prim: rnd.randint(0, 1)
 
 
 def yielding(fn):
@@ -303,7 +303,7 @@ def test_parallel_runs_equal_program_order_and_numpy(backend, monkeypatch, ops, 
     if switch:
         for op in ops:
             if hasattr(op, "fn") and not isinstance(op, af.FillOperation):
-                op.fn, op.elementwise = yielding(op.fn), False
+                op._params = dict(op._params, fn=yielding(op.fn))  # a callable kernel
     twin = copy.deepcopy(ops)
     numpy_reference(twin)
     expect = snapshot(twin)
@@ -315,7 +315,7 @@ def test_parallel_runs_equal_program_order_and_numpy(backend, monkeypatch, ops, 
 
 @pytest.mark.parametrize("light", [0, 1])
 def test_a_long_chain_and_a_wide_fan_out(backend, monkeypatch, light):
-    monkeypatch.setattr(ready, "is_light", lambda op: light)
+    monkeypatch.setattr(ready, "is_light", lambda rec, prim: light)
     n = 300
     t = af.Tensor("T", (n + 1,), "float64", data=np.arange(n + 1.0))
     chain = [af.BinaryOperation(f"c{k}", "add").set_inputs(t[k:k + 1], t[k + 1:k + 2])
@@ -383,11 +383,17 @@ def test_check_all_does_not_trust_a_kernels_equality():
         def __hash__(self):
             return 0
 
+    # a kind whose result rule asks the kernel (so a check predicts each op's result dtype)
+    prim = af.Primitive("liar_map", lambda p, ins: p["fn"](ins[0]), arity=1,
+                        params={"fn": "any"},
+                        result=lambda p, ins: (ins[0][0], p["fn"](np.zeros(1, ins[0][1])).dtype))
     t = af.Tensor("T", (4,), "float64")
-    ops = []
-    for name, fn in (("ok", np.negative), ("bad", lambda x: x.astype(np.complex128))):
-        op = af.TransformOperation(name, Liar(fn)).set_inputs(t[:2]).set_outputs(t[2:])
-        op.elementwise = True  # as a named kernel: its result dtype is predicted
-        ops.append(op)
-    with pytest.raises(checks.OpRefused, match="'bad'.*complex128"):
-        checks.check_all(ops)
+    ops = [af.OpRecord(name, "liar_map", [af.Access(0, "R", t[:2]), af.Access(1, "W", t[2:])],
+                       {"fn": Liar(fn)})
+           for name, fn in (("ok", np.negative), ("bad", lambda x: x.astype(np.complex128)))]
+    af.PRIMITIVES.register(prim)
+    try:
+        with pytest.raises(interpreter.OpRefused, match="'bad'.*complex128"):
+            interpreter.check_all(ops)
+    finally:
+        del af.PRIMITIVES["liar_map"]

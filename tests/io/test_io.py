@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 import aliasflow as af
 from aliasflow.core.functions import REGISTRIES
-from aliasflow.core.operations import (BinaryOperation, FillOperation, ReduceOperation,
+from aliasflow.core.builders import (BinaryOperation, FillOperation, ReduceOperation,
                                        TransformOperation)
 from aliasflow.core.program import Program
 from aliasflow.core.view import Tensor
@@ -734,16 +734,23 @@ def test_save_refuses_a_lookalike_function():
         dumps_program(Program([op]))
 
 
-def test_save_refuses_custom_op_classes_and_dtypes():
-    class Scale(TransformOperation):
-        def compute(self, values):
-            return values[0] * 2
+def test_save_refuses_unregistered_kinds_and_dtypes():
     a = Tensor("A", (2,))
     c = Tensor("C", (2,), "complex64")
+    scale = af.OpRecord("s", "scale", [af.Access(0, "RW", a.view())])  # no such primitive
     with pytest.raises(ProgramFileError) as info:
-        dumps_program(Program([Scale("s").set_inputs(a.view())], [a, c]))
-    assert "'s'" in str(info.value) and "Scale" in str(info.value)
+        dumps_program(Program([scale], [a, c]))
+    assert "'s'" in str(info.value) and "'scale'" in str(info.value)
     assert "'C'" in str(info.value) and "complex64" in str(info.value)
+
+
+def test_builder_subclasses_cannot_bring_kernels():
+    """A kernel belongs to a Primitive: a builder's compute() would be ignored by every
+    runner, so defining one is refused when the class is made."""
+    with pytest.raises(TypeError, match="Scale defines compute"):
+        class Scale(TransformOperation):
+            def compute(self, values):
+                return values[0] * 2
 
 
 # ---- robustness: arbitrary JSON never crashes the loader ---------------------------------------

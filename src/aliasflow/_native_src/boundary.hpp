@@ -1,6 +1,6 @@
-// What the compiled modules share at their Python boundary: a scoped reference, interned
-// attribute names, the one reader of int64 arrays handed in from Python, and the guard
-// that turns running out of memory into a MemoryError.
+// What the compiled modules share at their Python boundary: a scoped reference, the one
+// reader of int64 arrays handed in from Python, and the guard that turns running out of
+// memory into a MemoryError. Only integers (and the callbacks' integer layouts) cross.
 #pragma once
 
 #include <Python.h>
@@ -27,15 +27,6 @@ struct Ref {
         return o;
     }
 };
-
-// *slots[k] = the interned string keys[k]; false with an error set
-inline bool intern_all(const char* const* keys, PyObject** const* slots, int n) {
-    for (int k = 0; k < n; ++k) {
-        *slots[k] = PyUnicode_InternFromString(keys[k]);
-        if (!*slots[k]) return false;
-    }
-    return true;
-}
 
 // An exact tuple of exact ints, or a contiguous 1-d buffer of 8-byte signed ints; copied.
 inline bool read_int64_array(PyObject* o, std::vector<int64_t>& out, const char* what) {

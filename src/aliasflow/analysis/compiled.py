@@ -5,7 +5,8 @@ compiled walk (``_native_src/walk.hpp``) follows it step for step and gives the 
 the same order (tests compare them on random programs). It returns edges as integer arrays;
 :class:`Edges` turns them into :class:`~aliasflow.Dependency` records only when asked.
 
-It tests fewer pairs than the reference, never with another outcome: column boxes (rows as
+It takes the access table's integer arrays and nothing else (one lowering, in Python, feeds
+both walks). It tests fewer pairs than the reference, never with another outcome: column boxes (rows as
 long as the strides of each memory group's first accesses, ``_native_src/index.hpp``) leave
 out pairs that share no cell, and a write of at most ``COVERS_LIMIT`` cells judges what it
 leaves of a record by its cells instead of asking ``solver.covers``. A larger write asks
@@ -21,9 +22,6 @@ import numpy as np
 
 from .. import solver
 from ..solver.native import load
-from ..core.view import TensorView
-from .lower import element_cells, lower
-from .schedule import OpViews
 
 KINDS = ("RAW", "WAR", "WAW")
 _KIND_BIT = {"RAW": 1, "WAR": 2, "WAW": 4}
@@ -40,13 +38,12 @@ class Edges:
     edge's ops are its rows' ops, so they take no room of their own (eight bytes an edge).
     """
 
-    __slots__ = ("data", "op_rows", "view_of", "snapshot")
+    __slots__ = ("data", "op_rows", "view_of")
 
-    def __init__(self, data: np.ndarray, op_rows: np.ndarray, view_of, snapshot=None):
+    def __init__(self, data: np.ndarray, op_rows: np.ndarray, view_of):
         self.data = data
         self.op_rows = op_rows
         self.view_of = view_of
-        self.snapshot = snapshot  # the ops' views as walked (OpViews), if known
 
     def __len__(self) -> int:
         return len(self.data)
@@ -79,40 +76,26 @@ class Edges:
         return out
 
 
-def compiled_edges(ops: list, progress, retire: bool, prune, covers_limit: int, window: int,
+def compiled_edges(table, progress, retire: bool, prune, covers_limit: int, window: int,
                    progress_step: int):
-    """The compiled walk over ``ops``: :class:`Edges`, or None when there is no compiled
-    walker (then the caller runs the reference)."""
+    """The compiled walk over an access table (:func:`.lower.lower`): :class:`Edges`, or None
+    when there is no compiled walker or the table's cells do not fit in 64 bits (then the
+    caller runs the reference)."""
     w = walker
     if w is None:
         return None
+    columns = (table.op_starts, table.modes, table.entries, table.groups, table.offsets,
+               table.dims_start, table.shape, table.stride)
+    if any(c.dtype != np.int64 for c in columns[4:]):
+        return None  # cells beyond int64: the reference's big integers
+    big = 2 ** 62
+    if any(len(c) and (c.max() > big or c.min() < -big) for c in columns[4:]):
+        return None
     params = (bool(retire), sum(_KIND_BIT[k] for k in set(prune or ())), int(covers_limit),
               int(window), int(progress_step))
-    ops = tuple(ops)  # one tuple for the walk and the snapshot (tuple() of it is itself)
-    got = w.walk_ops(ops, TensorView, element_cells, solver.intersects, solver.covers,
-                     progress, params)
-    if got is not None:
-        raw, row_entries, entry_views, views, starts, op_rows = got
-        entry_of = np.frombuffer(row_entries, np.int32)
-        snapshot = OpViews(ops, views, np.frombuffer(starts, np.int32))
-        return Edges(np.frombuffer(raw, np.int32).reshape(-1, 2),
-                     np.frombuffer(op_rows, np.int32), lambda row: entry_views[entry_of[row]],
-                     snapshot)
-    # views reinterpreting memory, or values beyond the fast path: lower in Python
-    table = lower(ops)
-    try:
-        c = table.columns()
-    except OverflowError:  # cells beyond int64: the reference's big integers
-        return None
-    big = 2 ** 62
-    if any(len(c[k]) and (c[k].max() > big or c[k].min() < -big)
-           for k in ("low", "high", "offset", "shape", "stride")):
-        return None
-    columns = tuple(np.ascontiguousarray(c[k], np.int64).tobytes() for k in (
-        "op", "mode", "group", "low", "high", "dense", "offset", "dims_start", "shape",
-        "stride"))
-    raw = w.walk_table(len(ops), len(table.units), columns, solver.intersects, solver.covers,
-                       progress, params)
-    rows = table.rows
-    return Edges(np.frombuffer(raw, np.int32).reshape(-1, 2),
-                 np.asarray(table.op_starts, np.int64), lambda r: rows[r][7])
+    raw = w.walk_table(table.n_ops, len(table.units),
+                       *(np.ascontiguousarray(c, np.int64) for c in columns),
+                       solver.intersects, solver.covers, progress, params)
+    views, entries = table.views, table.entries
+    return Edges(np.frombuffer(raw, np.int32).reshape(-1, 2), table.op_starts,
+                 lambda row: views[entries[row]])

@@ -15,12 +15,12 @@ no transitive reduction is needed afterwards.
 """
 from __future__ import annotations
 
-import gc
+from operator import attrgetter
 from typing import NamedTuple
 
 
-from ..core.operations import Operation
-from ..core.program import check_ops
+from ..core.gcpause import paused_gc
+from ..core.program import as_records
 from ..core.view import TensorView
 from .. import solver
 from .compiled import compiled_edges
@@ -135,7 +135,7 @@ def _prune(found: list[tuple], j: int, ancestors: list[int], prunable) -> list[t
     return kept
 
 
-def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
+def ordering_edges(ops, progress=None, retire: bool = True,
                    prune=("WAR", "WAW")) -> list[Dependency]:
     """Edges whose transitive closure orders every conflicting pair; each a real conflict.
 
@@ -143,19 +143,28 @@ def ordering_edges(ops: list[Operation], progress=None, retire: bool = True,
     found (that is :func:`all_conflicts`). The compiled walk (:mod:`.compiled`) runs when it
     is built, else :func:`reference_edges`; both give the same edges in the same order.
     """
-    got = _compiled(ops, progress, retire, prune)
+    records = as_records(ops)
+    table = lower(records)
+    got = _compiled(table, progress, retire, prune)
     if got is None:
-        return reference_edges(ops, progress, retire, prune)
-    return got.dependencies([op.name for op in ops], Dependency)
+        return _reference(records, table, progress, retire, prune)
+    return got.dependencies([rec.name for rec in records], Dependency)
 
 
-def _compiled(ops, progress, retire, prune):
-    return compiled_edges(ops, progress, retire, prune, COVERS_LIMIT, WINDOW, PROGRESS_STEP)
+def _compiled(table, progress, retire, prune):
+    return compiled_edges(table, progress, retire, prune, COVERS_LIMIT, WINDOW, PROGRESS_STEP)
 
 
-def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
+def reference_edges(ops, progress=None, retire: bool = True,
                     prune=("WAR", "WAW")) -> list[Dependency]:
-    """The readable reference of the walk (``AF_PURE=1`` or no compiled build).
+    """The readable reference of the walk (``AF_PURE=1`` or no compiled build): see
+    :func:`_reference`."""
+    records = as_records(ops)
+    return _reference(records, lower(records), progress, retire, prune)
+
+
+def _reference(ops, table, progress, retire: bool, prune) -> list[Dependency]:
+    """The walk over ``table``, the lowering of the records ``ops``, in Python.
 
     Records are ``(op position, view, low, high, dense, layout, left, piece)`` in cells of
     their memory group (see :mod:`.lower` and :mod:`.records`); two dense records whose
@@ -164,8 +173,7 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
     pruning depends on the order). (This loop is the analysis hot path of the pure build:
     it is written flat on purpose.)
     """
-    table = lower(ops)
-    rows = table.rows
+    rows = table.rows()
     memories: dict[int, _Memory] = {}
     deps: list[Dependency] = []
     names = [op.name for op in ops]
@@ -174,7 +182,7 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
     prunable = frozenset(prune or ())
     replace_reads = retire and "WAR" in prunable
     intersects = solver.intersects
-    starts = table.op_starts
+    starts = table.op_starts.tolist()
 
     for j in range(len(ops)):
         found: list[tuple] = []
@@ -284,11 +292,14 @@ def reference_edges(ops: list[Operation], progress=None, retire: bool = True,
     return deps
 
 
+_after = attrgetter("after")
+
+
 def _first(item: tuple):
     return item[0]
 
 
-def all_conflicts(ops: list[Operation], progress=None) -> list[Dependency]:
+def all_conflicts(ops, progress=None) -> list[Dependency]:
     """Every conflicting access pair. Their number can grow quadratically with the program,
     so this is meant for small programs (a few thousand ops)."""
     return ordering_edges(ops, progress, retire=False, prune=())
@@ -300,7 +311,7 @@ def analyze(ops, complete: bool = False, minimal: bool = False, progress=None
 
     Parameters
     ----------
-    ops : iterable of Operation
+    ops : iterable of OpRecord or Operation (builders give their records)
     complete : bool, default False
         False: ordering edges, near-linear in the number of ops; every edge is a real
         conflict and every conflicting pair is ordered by the edges' transitive closure.
@@ -326,24 +337,22 @@ def analyze(ops, complete: bool = False, minimal: bool = False, progress=None
     >>> [(d.src, d.dst, d.kind, d.implicit) for d in af.analyze([w, r]).dependencies]
     [('w', 'r', 'RAW', True)]
     """
-    ops = check_ops(ops)
     if complete:
         retire, prune = False, ()
     else:
         retire, prune = True, ("RAW", "WAR", "WAW") if minimal else ("WAR", "WAW")
-    # Analysis makes millions of small objects and frees none: the cyclic GC would only
-    # rescan them again and again.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        got = _compiled(ops, progress, retire, prune)
+    with paused_gc():  # analysis makes millions of small objects and frees none
+        records = as_records(ops)
+        table = lower(records)
+        got = _compiled(table, progress, retire, prune)
         if got is not None:  # edges as arrays; Dependency records made when asked for
-            return DependencyGraph.from_edges(ops, got, Dependency)
-        deps = reference_edges(ops, progress, retire, prune)
-    finally:
-        if enabled:
-            gc.enable()
-    return DependencyGraph(ops, deps)  # the ops themselves: run() checks a graph fits them
+            graph = DependencyGraph.from_edges(records, got, Dependency)
+        else:
+            graph = DependencyGraph(records, _reference(records, table, progress, retire,
+                                                        prune))
+    if any(map(_after, records)):
+        graph.after  # names that are not earlier ops are refused now, not at first use
+    return graph
 
 
 def analyze_dependencies(ops) -> dict[str, list[str]]:
@@ -351,7 +360,7 @@ def analyze_dependencies(ops) -> dict[str, list[str]]:
 
     Read-after-write conflicts only, every pair (not just ordering edges), in program order.
     """
-    ops = check_ops(ops)
+    ops = as_records(ops)
     result: dict[str, list[str]] = {op.name: [] for op in ops}
     for d in all_conflicts(ops):  # in program order of dst, then of src
         if d.kind == "RAW" and d.src not in result[d.dst][-1:]:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import AliasflowError
-from ..core.program import check_ops
+from ..core.program import as_records
 from .. import solver
-from .lower import READ, Access, lower
+from .lower import GROUP, HIGH, LAYOUT, MODE, READ, VIEW, lower
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
     >>> [(f.writer, f.elements.tolist()) for f in af.value_flow([w1, w2, r], "r")]
     [('w1', [0]), ('w2', [1, 2, 3])]
     """
-    ops = check_ops(ops)
+    ops = as_records(ops)
     names = [o.name for o in ops]
     stop = len(ops)
     if op is not None:
@@ -85,24 +85,24 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
             raise AliasflowError(f"no op named {target!r}; ops are {', '.join(names)}")
         stop = names.index(target) + 1
     table = lower(ops[:stop])
-    rows = [Access._make(r) for r in table.rows]
+    rows = table.rows()
     # Only groups that some op reads need shadows, as long as the highest cell touched.
     size: dict[int, int] = {}
     for r in rows:
-        size[r.group] = max(size.get(r.group, 0), r.high + 1)
-    read = {r.group for r in rows if r.mode == READ}
+        size[r[GROUP]] = max(size.get(r[GROUP], 0), r[HIGH] + 1)
+    read = {r[GROUP] for r in rows if r[MODE] == READ}
     shadows: dict[int, np.ndarray] = {}
     flows: dict[str, list[Flow]] = {}
     for j, o in enumerate(ops[:stop]):
         mine = []
         mine_rows = rows[table.op_starts[j]:table.op_starts[j + 1]]
-        by_view = {id(r.view): r for r in mine_rows if r.mode == READ}
+        by_view = {id(r[VIEW]): r for r in mine_rows if r[MODE] == READ}
         for v in o.input_views:
             r = by_view.get(id(v))
             if r is None:  # an empty view reads nothing
                 continue
-            shadow = shadows.get(r.group)
-            cells = solver.footprint(r.layout)
+            shadow = shadows.get(r[GROUP])
+            cells = solver.footprint(r[LAYOUT])
             writers = (np.full(cells.shape, -1, np.int64) if shadow is None
                        else shadow[cells])
             for w in np.unique(writers):
@@ -111,20 +111,20 @@ def value_flow(ops, op=None) -> dict[str, list[Flow]] | list[Flow]:
                                  int(elements.size), elements))
         flows[o.name] = mine
         for r in mine_rows:
-            if r.mode == READ or r.group not in read:
+            if r[MODE] == READ or r[GROUP] not in read:
                 continue
-            shadow = shadows.get(r.group)
+            shadow = shadows.get(r[GROUP])
             if shadow is None:
-                shadow = shadows[r.group] = _shadow(size[r.group], r.view)
-            _shadow_view(shadow, r.layout)[...] = j
+                shadow = shadows[r[GROUP]] = _shadow(size[r[GROUP]], r[VIEW])
+            _shadow_view(shadow, r[LAYOUT])[...] = j
     return flows[names[stop - 1]] if op is not None else flows
 
 
 def _elements(table, row, cells: np.ndarray) -> np.ndarray:
     """Cells of a row's group as elements of the row's view's tensor."""
-    tensor = row.view.tensor
-    unit, isz = table.units[row.group], tensor.dtype.itemsize
-    delta = table.bases[row.group] - tensor.storage.address
+    tensor = row[VIEW].tensor
+    unit, isz = table.units[row[GROUP]], tensor.dtype.itemsize
+    delta = table.bases[row[GROUP]] - tensor.storage.address
     if unit == isz:
         return cells + delta // isz
     return np.unique((cells * unit + delta) // isz)

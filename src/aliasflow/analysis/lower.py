@@ -1,90 +1,75 @@
 """Lowering: a program's accesses as an integer table every analysis walks.
 
 Each access (an op reading or writing one view) becomes one row: the op's position, the mode
-(read or write; an operand an op reads and writes appears once in each), the **memory
-group** (storages whose address ranges intersect, directly or through others: accesses in
-different groups never alias), and the view as a cell layout ``(offset, shape, stride)``
-counted from the group's base address in cells of the group's ``unit`` bytes, the largest
-size dividing every byte offset, stride and itemsize in the group. In the usual case (one
-dtype, aligned storages) a cell is an element; a reinterpreting view (``int8`` over
-``float32``) makes the group's cells bytes. Rows also carry the layout's extent
-``[low, high]`` and whether it is dense (every cell of the extent touched exactly once).
+(read or write; an operand an op reads and writes appears once in each), and the view's
+*entry*: every distinct view object is lowered once, as its **memory group** (storages whose
+address ranges intersect, directly or through others: accesses in different groups never
+alias) and its cell layout ``(offset, shape, stride)`` counted from the group's base address
+in cells of the group's ``unit`` bytes, the largest size dividing every byte offset, stride
+and itemsize in the group. In the usual case (one dtype, aligned storages) a cell is an
+element; a reinterpreting view (``int8`` over ``float32``) makes the group's cells bytes.
 
-Python identity plays no part: two imports of one buffer land in one group at the same
-cells.
+The table is integers in NumPy arrays (what the compiled walk takes, and nothing else) plus
+the entries' view objects for reporting. Python identity plays no part in what aliases: two
+imports of one buffer land in one group at the same cells.
 """
 from __future__ import annotations
 
+from itertools import chain
 from math import gcd
-from typing import NamedTuple
+from operator import attrgetter
 
 import numpy as np
 
 from ..core.storage import memory_groups
 
 READ, WRITE = 0, 1
+# Fields of a materialised row (:meth:`AccessTable.rows`), for the Python walkers.
+OP, MODE, GROUP, LOW, HIGH, DENSE, LAYOUT, VIEW = range(8)
 
-
-class Access(NamedTuple):
-    """The fields of one row of the table (rows themselves are plain tuples in this order:
-    ``Access._make(row)`` names them)."""
-
-    op: int
-    mode: int
-    group: int
-    low: int
-    high: int
-    dense: bool
-    layout: tuple  # (offset, shape, stride) in cells of the group
-    view: object   # the TensorView, for reporting
+_fields = attrgetter("tensor", "offset", "shape", "stride", "dtype", "extent")
 
 
 class AccessTable:
     """The accesses of a program, in program order (ops in order; per op, reads then writes).
 
-    ``rows`` holds tuples with the fields of :class:`Access`; ``units[g]`` and ``bases[g]`` give group ``g``'s
-    cell size in bytes and base address. :meth:`columns` gives the same as NumPy arrays.
+    Rows: ``modes[r]`` and ``entries[r]`` (int arrays); op ``j``'s rows are
+    ``op_starts[j]:op_starts[j + 1]``. Entries (distinct views): ``groups[e]``,
+    ``offsets[e]``, and ``shape``/``stride`` flattened with ``dims_start`` (entry ``e``'s dims
+    are ``dims_start[e]:dims_start[e + 1]``), in cells of the group; ``views[e]`` is the view.
+    ``units[g]`` and ``bases[g]``: group ``g``'s cell size in bytes and base address.
     """
 
-    __slots__ = ("rows", "units", "bases", "n_ops", "op_starts")
-
-    def __init__(self, rows, units, bases, n_ops, op_starts):
-        self.rows: list[tuple] = rows
-        self.units: list[int] = units
-        self.bases: list[int] = bases
-        self.n_ops = n_ops
-        self.op_starts: list[int] = op_starts  # rows of op j: op_starts[j]:op_starts[j+1]
+    __slots__ = ("n_ops", "op_starts", "modes", "entries", "views", "groups", "offsets",
+                 "dims_start", "shape", "stride", "units", "bases", "_rows")
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.modes)
 
-    def columns(self) -> dict[str, np.ndarray]:
-        """Struct-of-arrays form: ``op, mode, group, low, high, dense, ndim, offset`` per row,
-        and ``shape``/``stride`` flattened with ``dims_start`` (``len(rows) + 1`` entries: row
-        ``r``'s dims are ``dims_start[r]:dims_start[r + 1]``). Cells must fit in int64."""
-        rows = [Access._make(r) for r in self.rows]
-        ndim = np.fromiter((len(r.layout[1]) for r in rows), np.int64, len(rows))
-        starts = np.zeros(len(rows) + 1, np.int64)
-        np.cumsum(ndim, out=starts[1:])
-        return {
-            "op": np.fromiter((r.op for r in rows), np.int64, len(rows)),
-            "mode": np.fromiter((r.mode for r in rows), np.int8, len(rows)),
-            "group": np.fromiter((r.group for r in rows), np.int64, len(rows)),
-            "low": np.fromiter((r.low for r in rows), np.int64, len(rows)),
-            "high": np.fromiter((r.high for r in rows), np.int64, len(rows)),
-            "dense": np.fromiter((r.dense for r in rows), np.bool_, len(rows)),
-            "ndim": ndim,
-            "offset": np.fromiter((r.layout[0] for r in rows), np.int64, len(rows)),
-            "dims_start": starts,
-            "shape": np.fromiter((n for r in rows for n in r.layout[1]), np.int64,
-                                 int(starts[-1])),
-            "stride": np.fromiter((s for r in rows for s in r.layout[2]), np.int64,
-                                  int(starts[-1])),
-        }
+    def layout(self, e: int) -> tuple:
+        """Entry ``e``'s cell layout ``(offset, shape, stride)`` (the solver's form)."""
+        a, b = int(self.dims_start[e]), int(self.dims_start[e + 1])
+        return (int(self.offsets[e]), tuple(self.shape[a:b].tolist()),
+                tuple(self.stride[a:b].tolist()))
+
+    def rows(self) -> list[tuple]:
+        """Every row as ``(op, mode, group, low, high, dense, layout, view)`` (fields named by
+        this module's ``OP``..``VIEW``): what the Python walkers read."""
+        if self._rows is None:
+            per_entry = []
+            for e in range(len(self.views)):
+                layout = self.layout(e)
+                low, high, dense = extent_dense(*layout)
+                per_entry.append((int(self.groups[e]), low, high, dense, layout, self.views[e]))
+            op_of = np.repeat(np.arange(self.n_ops), np.diff(self.op_starts))
+            self._rows = [(j, m) + per_entry[e] for j, m, e in
+                          zip(op_of.tolist(), self.modes.tolist(), self.entries.tolist())]
+        return self._rows
 
 
-def _extent_dense(offset, shape, stride):
-    """Extent ``(low, high)`` and density of a non-empty cell layout."""
+def extent_dense(offset, shape, stride):
+    """Extent ``(low, high)`` and density (every cell of the extent touched exactly once) of
+    a non-empty cell layout."""
     low = high = offset
     dims = []
     for n, s in zip(shape, stride):
@@ -101,13 +86,6 @@ def _extent_dense(offset, shape, stride):
             return low, high, False
         expected *= n
     return low, high, True
-
-
-def unique_views(views):
-    """Each view object once, in order (an op reading a view twice reads it once)."""
-    if len(views) > 2 or (len(views) == 2 and views[0] is views[1]):
-        return list({id(v): v for v in views}.values())
-    return views
 
 
 def place_tensors(tensors):
@@ -128,64 +106,97 @@ def place_tensors(tensors):
     return units, bases, shift
 
 
-def element_cells(tensors):
-    """For programs whose views all have their tensor's dtype: ``(groups, shifts)`` per
-    tensor when every group's cell is its tensors' element (``shifts`` in elements), else
-    None. The compiled walker lowers such programs itself (the fast path of :func:`lower`)."""
-    units, _, shift = place_tensors(tensors)
-    groups, shifts = [], []
-    for t in tensors:
+def lower(records) -> AccessTable:
+    """The access table of ``records`` (op records, in program order). Empty views make no
+    rows; an op reading one view object twice reads it once.
+
+    Rows are worked out with NumPy over the ids of all views at once; only each distinct view
+    object is looked at in Python (programs reuse their views a lot)."""
+    n_ops = len(records)
+    ins = list(map(_inputs, records))
+    outs = list(map(_outputs, records))
+    counts = np.zeros(2 * n_ops, np.int64)  # per op: its reads, its writes
+    counts[0::2] = np.fromiter(map(len, ins), np.int64, n_ops)
+    counts[1::2] = np.fromiter(map(len, outs), np.int64, n_ops)
+    # every view of every op: its reads, then its writes, op by op (C loops, no bytecode)
+    flat = list(chain.from_iterable(chain.from_iterable(zip(ins, outs))))
+    ids = np.fromiter(map(id, flat), np.int64, len(flat))
+    # distinct view objects, numbered in order of first appearance
+    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
+    number = np.empty(len(unique), np.int64)
+    number[by_first] = np.arange(len(unique))
+    entry = number[inverse.reshape(-1)]
+    candidates = [flat[k] for k in first[by_first].tolist()]
+    # rows: (op, mode, entry), keeping the first of repeats within one op's reads or writes,
+    # and dropping empty views (no element: no row, ever)
+    op = np.repeat(np.arange(n_ops, dtype=np.int64), counts[0::2] + counts[1::2])
+    mode = np.repeat(np.tile(np.array([READ, WRITE], np.int8), n_ops), counts)
+    empty = np.fromiter((v.extent is None for v in candidates), bool, len(candidates))
+    keep = ~empty[entry] if len(entry) else np.zeros(0, bool)
+    if len(entry):
+        key = (op * 2 + mode) * len(candidates) + entry
+        _, firsts = np.unique(key, return_index=True)
+        once = np.zeros(len(key), bool)
+        once[firsts] = True
+        keep &= once
+    op, mode, entry = op[keep], mode[keep], entry[keep]
+    # entries: the non-empty views, renumbered
+    used = ~empty
+    renumber = np.cumsum(used) - 1
+    views = [v for v, u in zip(candidates, used.tolist()) if u]
+    entry = renumber[entry]
+    tensors = {id(v.tensor): v.tensor for v in views}
+    units, bases, shift = place_tensors(list(tensors.values()))
+    for v in views:  # reinterpreting views: their own bytes count too
+        t = v.tensor
+        if v.dtype is not t.dtype and v.dtype != t.dtype:
+            g = shift[id(t)][0]
+            units[g] = gcd(units[g], v.dtype.itemsize, v.byte_offset, *v.byte_strides)
+    groups, offsets, dims, shape_cells, stride_cells = [], [], [0], [], []
+    for v in views:
+        t, offset, shape, stride, dtype, _ = _fields(v)
         g, delta = shift[id(t)]
-        if units[g] != t.dtype.itemsize:
-            return None
+        unit, isz = units[g], t.dtype.itemsize
         groups.append(g)
-        shifts.append(delta // units[g])
-    return tuple(groups), tuple(shifts)
+        if unit == isz and dtype.itemsize == isz:
+            offsets.append(offset + delta // isz)  # cells are elements: shifted
+        else:
+            k = isz // unit
+            stride = tuple(s * k for s in stride)
+            span = dtype.itemsize // unit
+            if span > 1:  # an element spans several cells: a trailing dim of them
+                shape, stride = shape + (span,), stride + (1,)
+            offsets.append((delta + offset * isz) // unit)
+        shape_cells.extend(shape)
+        stride_cells.extend(stride)
+        dims.append(len(shape_cells))
+    table = AccessTable.__new__(AccessTable)
+    table.n_ops = n_ops
+    starts = np.zeros(n_ops + 1, np.int64)
+    np.cumsum(np.bincount(op, minlength=n_ops), out=starts[1:])
+    table.op_starts = starts
+    table.modes = mode
+    table.entries = entry
+    table.views = views
+    table.groups = np.array(groups, np.int64)
+    table.offsets = _ints(offsets)
+    table.dims_start = np.array(dims, np.int64)
+    table.shape = _ints(shape_cells)
+    table.stride = _ints(stride_cells)
+    table.units, table.bases = units, bases
+    table._rows = None
+    return table
 
 
-def lower(ops) -> AccessTable:
-    """The access table of ``ops`` (in program order). Empty views make no rows."""
-    storages = {}
-    for op in ops:
-        for v in op.input_views:
-            storages[id(v.tensor)] = v.tensor
-        for v in op.output_views:
-            storages[id(v.tensor)] = v.tensor
-    tensors = list(storages.values())
-    units, bases, shift = place_tensors(tensors)
-    odd = []  # reinterpreting views: their own bytes count too
-    for op in ops:
-        for v in (*op.input_views, *op.output_views):
-            if v.dtype is not v.tensor.dtype and v.dtype != v.tensor.dtype:
-                g = shift[id(v.tensor)][0]
-                unit = gcd(units[g], v.dtype.itemsize, v.byte_offset, *v.byte_strides)
-                units[g] = unit
-                odd.append(v)
-    rows: list[tuple] = []
-    op_starts = []
-    for j, op in enumerate(ops):
-        op_starts.append(len(rows))
-        for mode, views in ((READ, op.input_views), (WRITE, op.output_views)):
-            for v in unique_views(views):
-                extent = v.extent
-                if extent is None:
-                    continue
-                t = v.tensor
-                g, delta = shift[id(t)]
-                unit = units[g]
-                isz = t.dtype.itemsize
-                if unit == isz and v.dtype.itemsize == isz:
-                    d = delta // isz  # cells are elements: the view's own numbers, shifted
-                    rows.append((j, mode, g, extent[0] + d, extent[1] + d, v.is_dense,
-                                 (v.offset + d, v.shape, v.stride), v))
-                    continue
-                k = isz // unit
-                shape, stride = v.shape, tuple(s * k for s in v.stride)
-                span = v.dtype.itemsize // unit
-                if span > 1:
-                    shape, stride = shape + (span,), stride + (1,)
-                layout = ((delta + v.offset * isz) // unit, shape, stride)
-                low, high, dense = _extent_dense(*layout)
-                rows.append((j, mode, g, low, high, dense, layout, v))
-    op_starts.append(len(rows))
-    return AccessTable(rows, units, bases, len(ops), op_starts)
+_inputs = attrgetter("input_views")
+_outputs = attrgetter("output_views")
+
+
+def _ints(values: list) -> np.ndarray:
+    """``values`` as int64, or as Python ints (an object array) when some do not fit: cells of
+    huge virtual storages go past 64 bits, and the walks then use the reference."""
+    try:
+        return np.array(values, np.int64)
+    except OverflowError:
+        return np.array(values, object)

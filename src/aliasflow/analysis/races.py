@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from graphlib import CycleError, TopologicalSorter
 
 from ..core.errors import AliasflowError
-from ..core.program import check_ops
+from ..core.program import as_records
 from .. import solver
 from .dependencies import Dependency
 from .extents import ExtentIndex
@@ -95,7 +95,7 @@ def find_races(ops, order=None, *, streams: Mapping | None = None,
     >>> af.find_races([w, r], {"w": 0, "r": 1}, edges=[("w", "r")])
     []
     """
-    ops = check_ops(ops)
+    ops = as_records(ops)
     if order is not None:
         if isinstance(order, Mapping):
             streams = {**order, **(streams or {})}
@@ -108,7 +108,7 @@ def find_races(ops, order=None, *, streams: Mapping | None = None,
     names = [op.name for op in ops]
     reach = happens_before(names, streams, edges)
     table = lower(ops)  # accesses grouped by memory address ranges, in cells of each group
-    rows, starts = table.rows, table.op_starts
+    rows, starts = table.rows(), table.op_starts.tolist()
     memories: dict = {}  # group -> (reads index, writes index, records)
     races: list[Dependency] = []
     intersects = solver.intersects

@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 from collections import Counter
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from ..core.errors import AliasflowError
-from ..solver.native import load
 
 
 def _cost(name: str, value) -> float:
@@ -26,89 +24,68 @@ def _cost(name: str, value) -> float:
     return weight
 
 
-#: The compiled check of OpViews.mismatch's common case (``aliasflow.analysis._walker``), or
-#: None (the Python loops below decide alone). Tests swap it.
-_same_views = getattr(load(__package__ + "._walker"), "same_views", None)
-
-
-class OpViews:
-    """The views of a list of ops as they were when analysed, compactly: every view in one
-    list (inputs, then outputs, op by op) and where each op's lists start."""
-
-    __slots__ = ("ops", "views", "starts")
-
-    def __init__(self, ops, views: list, starts):
-        self.ops = tuple(ops)
-        self.views = views
-        self.starts = starts  # 2 * len(ops) + 1 positions in views
-
-    @classmethod
-    def of(cls, ops) -> "OpViews":
-        views, starts = [], []
-        for op in ops:
-            for vs in (op.input_views, op.output_views):
-                starts.append(len(views))
-                views.extend(vs)
-        starts.append(len(views))
-        return cls(ops, views, np.array(starts, np.int64))
-
-    def mismatch(self, ops) -> str | None:
-        """Why ``ops`` (same names, same length) are not these ops, or None."""
-        if _same_views is not None and _same_views(
-                tuple(ops), self.ops, self.views, np.ascontiguousarray(self.starts, np.int64)):
-            return None  # the common case, in compiled code; else the loops below say why
-        if all(map(operator.is_, ops, self.ops)):
-            now = OpViews.of(ops)  # the common case: compared in bulk
-            if len(now.views) == len(self.views) and np.array_equal(now.starts, self.starts) \
-                    and all(map(operator.is_, now.views, self.views)):
-                return None
-        starts = self.starts.tolist()
-        views = self.views
-        for k, (op, old) in enumerate(zip(ops, self.ops)):
-            if op is not old:
-                return (f"the graph was analysed from a different op list: op {op.name!r} is "
-                        f"another object with the same name")
-            ins, outs = op.input_views, op.output_views
-            a, b, c = starts[2 * k], starts[2 * k + 1], starts[2 * k + 2]
-            if len(ins) != b - a or len(outs) != c - b or any(
-                    x is not y for x, y in zip((*ins, *outs), views[a:c])):
-                return f"op {op.name!r} has other views than when the graph was analysed; " \
-                       f"analyse again"
-        return None
-
-
 class DependencyGraph:
-    """Ops (by name, in program order) and the dependency records between them.
+    """Op records (named, in program order) and the dependencies between them.
 
-    Every record goes from an earlier op to a later one, so program order is always a valid
-    topological order.
+    Every dependency goes from an earlier op to a later one, so program order is always a
+    valid topological order. The graph keeps the records it was analysed from: records are
+    immutable, so a runner given this graph for the same records needs no other check, and
+    one given other records (a builder changed since) refuses it. A record's ``after``
+    names are ordering edges too (:attr:`after`), besides the data dependencies.
     """
 
     def __init__(self, ops: list, dependencies: list):
         ops = list(ops)
-        # Given the Operations themselves, the graph remembers them and their views, so a
-        # runner can refuse a graph analysed from a different (or since changed) op list.
-        self._source = None
+        # Given records (not names), the graph remembers them, so a runner can refuse a
+        # graph analysed from other records.
+        self.records = None
         if ops and not isinstance(ops[0], str):
-            self._source = OpViews.of(ops)
+            self.records = tuple(ops)
             ops = [op.name for op in ops]
         self.ops = ops
         self._deps = list(dependencies)
         self._edges = None
         self._position_map = self._preds_list = self._succs_list = self._csr = None
+        self._after = None
 
     @classmethod
-    def from_edges(cls, ops: list, edges, make) -> "DependencyGraph":
-        """A graph over the Operations ``ops`` from the compiled walk's edge arrays
+    def from_edges(cls, records: list, edges, make) -> "DependencyGraph":
+        """A graph over ``records`` from the compiled walk's edge arrays
         (:class:`~aliasflow.analysis.compiled.Edges`); ``make`` builds one dependency record,
         and runs only when :attr:`dependencies` is first read."""
         self = cls.__new__(cls)
-        self._source = edges.snapshot if edges.snapshot is not None else OpViews.of(ops)
-        self.ops = [op.name for op in ops]
+        self.records = tuple(records)
+        self.ops = [rec.name for rec in records]
         self._deps = None
         self._edges = (edges, make)
         self._position_map = self._preds_list = self._succs_list = self._csr = None
+        self._after = None
         return self
+
+    @property
+    def after(self) -> list[tuple[str, str]]:
+        """The records' explicit ordering edges ``(earlier, later)`` (their ``after``
+        names), which are not data dependencies; every one names an earlier op of the
+        graph (one that does not is refused when the graph is made or used)."""
+        return [(self.ops[s], self.ops[t]) for s, t in zip(*self._after_pairs())]
+
+    def _after_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._after is None:
+            src, dst = [], []
+            if self.records is not None:
+                position = self._position
+                for t, rec in enumerate(self.records):
+                    for name in rec.after:
+                        s = position.get(name)
+                        if s is None or s >= t:
+                            where = "is not an op of this program" if s is None else \
+                                "is not earlier in program order"
+                            raise AliasflowError(f"op {rec.name!r}: after {name!r}, which "
+                                                 f"{where}")
+                        src.append(s)
+                        dst.append(t)
+            self._after = (np.array(src, np.int64), np.array(dst, np.int64))
+        return self._after
 
     @property
     def dependencies(self) -> list:
@@ -133,6 +110,9 @@ class DependencyGraph:
             position = self._position
             src = np.fromiter((position[d.src] for d in self._deps), np.int64, len(self._deps))
             dst = np.fromiter((position[d.dst] for d in self._deps), np.int64, len(self._deps))
+        a_src, a_dst = self._after_pairs()
+        if len(a_src):
+            src, dst = np.concatenate([src, a_src]), np.concatenate([dst, a_dst])
         key = np.unique(dst * max(n, 1) + src)
         return key % max(n, 1), key // max(n, 1)
 
@@ -172,10 +152,12 @@ class DependencyGraph:
             self._adjacency()
         return self._succs_list
 
-    def check_matches(self, ops) -> None:
-        """Refuse (:class:`AliasflowError`) when ``ops`` are not the op list this graph was
-        analysed from: other names or length, other op objects, or views changed since."""
-        names = [op.name for op in ops]
+    def check_matches(self, records) -> None:
+        """Refuse (:class:`AliasflowError`) when ``records`` are not those this graph was
+        analysed from: other names or length, or records with other accesses under the same
+        names (a builder given other views since). Parameters play no part: the graph is
+        about memory."""
+        names = [rec.name for rec in records]
         if names != self.ops:
             if len(names) != len(self.ops):
                 raise AliasflowError(f"the graph was analysed from {len(self.ops)} ops, not "
@@ -183,11 +165,12 @@ class DependencyGraph:
             k = next(k for k, (a, b) in enumerate(zip(names, self.ops)) if a != b)
             raise AliasflowError(f"the graph was analysed from a different op list: op {k} "
                                  f"is {self.ops[k]!r} there and {names[k]!r} here")
-        if self._source is None:
+        if self.records is None:
             return
-        why = self._source.mismatch(ops)
-        if why:
-            raise AliasflowError(why)
+        for rec, old in zip(records, self.records):
+            if rec is not old and rec != old:  # the same accesses: the same dependencies
+                raise AliasflowError(f"op {rec.name!r} has other views than when the graph "
+                                     f"was analysed (it touches other memory); analyse again")
 
     def _index(self, op) -> int:
         name = getattr(op, "name", op)
@@ -274,7 +257,8 @@ class DependencyGraph:
         return {k: counts.get(k, 0) for k in ("RAW", "WAR", "WAW")}
 
     def to_dot(self, name: str = "aliasflow") -> str:
-        """Graphviz DOT source: RAW solid, WAR and WAW dashed, implicit edges red and labelled."""
+        """Graphviz DOT source: RAW solid, WAR and WAW dashed, implicit edges red and labelled;
+        ``after`` ordering edges dotted."""
         import graphviz
 
         # graphviz gives backslashes a meaning (\n, \l): names are escaped so any name,
@@ -291,6 +275,8 @@ class DependencyGraph:
             dot.edge(esc(d.src), esc(d.dst), label=label,
                      style="solid" if d.kind == "RAW" else "dashed",
                      color="red" if d.implicit else "black")
+        for src, dst in self.after:  # ordering edges that are not data
+            dot.edge(esc(src), esc(dst), label="after", style="dotted", color="gray40")
         return dot.source
 
     def to_json(self, elements: bool = False) -> dict:
@@ -302,8 +288,12 @@ class DependencyGraph:
                 rec["elements"] = d.elements
             deps.append(rec)
         length, path = self.critical_path()
-        return {"ops": self.ops, "dependencies": deps, "levels": self.levels(),
-                "critical_path": {"length": length, "ops": path}}
+        out = {"ops": self.ops, "dependencies": deps, "levels": self.levels(),
+               "critical_path": {"length": length, "ops": path}}
+        after = self.after
+        if after:
+            out["after"] = [list(pair) for pair in after]
+        return out
 
     def __len__(self) -> int:
         return len(self._edges[0]) if self._deps is None else len(self._deps)

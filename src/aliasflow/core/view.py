@@ -263,6 +263,17 @@ class TensorView(_ViewFields):
     def __copy__(self):
         return self  # a value: a shallow copy is the same view
 
+    def __reduce__(self):
+        return TensorView._make, (self.name, self.tensor, self.offset, self.shape, self.stride,
+                                  self.dtype)
+
+    def description(self) -> "TensorView":
+        """The same view over a description of its memory: same address, layout, dtype and
+        names, but no bytes and nothing that keeps the memory alive (small to pickle and send;
+        :func:`aliasflow.Storage` with no owner). Views of one tensor share its description
+        within one call of :func:`describe`."""
+        return describe([self])[0]
+
     # ---- identity -----------------------------------------------------------------------------
     @property
     def key(self) -> tuple:
@@ -396,17 +407,22 @@ class TensorView(_ViewFields):
         return solver.has_internal_overlap(self.cells(_cell_unit(self)))
 
     def _ndarray(self) -> np.ndarray:
-        storage = self.tensor.storage
-        if not storage.has_memory:
-            raise AliasflowError(f"view {self.name!r}: tensor {self.tensor.name!r} is virtual "
-                                 f"(analysis only) and has no memory to read or write")
+        tensor = self.tensor
+        storage = tensor.storage
+        buf = storage._bytes
+        if buf is None:
+            if not storage.has_memory:
+                raise AliasflowError(f"view {self.name!r}: tensor {tensor.name!r} is virtual "
+                                     f"(analysis only) and has no memory to read or write")
+            buf = storage.bytes
         # A size-1 (or empty) axis never moves, so its stride is free; NumPy needs it to fit
         # in a byte offset, so it is normalised here (the view's own stride is unchanged).
-        empty = 0 in self.shape
-        return np.ndarray(self.shape, self.dtype, buffer=storage.bytes,
-                          offset=0 if empty else self.byte_offset,
-                          strides=tuple(0 if empty or n == 1 else s
-                                        for n, s in zip(self.shape, self.byte_strides)))
+        shape = self.shape
+        if 0 in shape:
+            return np.ndarray(shape, self.dtype, buf, 0, (0,) * len(shape))
+        unit = tensor.dtype.itemsize
+        return np.ndarray(shape, self.dtype, buf, self.offset * unit,
+                          tuple([0 if n == 1 else s * unit for n, s in zip(shape, self.stride)]))
 
     def numpy(self) -> np.ndarray:
         """An ndarray over the same memory: writes through either are seen by the other.
@@ -884,6 +900,9 @@ class Tensor(TensorView):
             data = _no_data(name, dtype, shape)
         return cls._over(name, storage, dtype, shape, data)
 
+    def __reduce__(self):
+        return Tensor._over, (self.name, self.storage, self.dtype, self.shape)
+
     def __deepcopy__(self, memo):
         """A tensor over a copy of the storage (see :meth:`Storage.__deepcopy__`)."""
         from copy import deepcopy
@@ -903,6 +922,24 @@ class Tensor(TensorView):
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def describe(views) -> list[TensorView]:
+    """Each view over a description of its memory (see :meth:`TensorView.description`); views
+    of one tensor get one description tensor."""
+    tensors: dict[int, Tensor] = {}
+    out = []
+    for v in views:
+        t = v.tensor
+        d = tensors.get(id(t))
+        if d is None:
+            st = t.storage
+            d = tensors[id(t)] = Tensor._over(t.name, Storage(
+                st.address, st.nbytes, name=st.name, readonly=st.readonly,
+                _virtual=st.virtual), t.dtype, t.shape)
+        out.append(_build(TensorView, v.name, d, v.offset, v.shape, v.stride, v.dtype,
+                          v.extent))
+    return out
 
 
 def _no_data(name: str, dtype: np.dtype, shape: tuple) -> np.ndarray:

@@ -32,7 +32,6 @@ import threading
 
 import numpy as np
 
-from ..core.operations import FillOperation
 from ..solver.native import load
 
 MAX_TIMEOUT = 3600.0
@@ -305,22 +304,20 @@ def successor_arrays(graph, n: int) -> tuple[np.ndarray, np.ndarray]:
 LIGHT_ELEMENTS = 500
 
 
-def is_light(op) -> int:
-    """1 for a light op (see :data:`LIGHT_ELEMENTS`), else 0. A user's callable kernel is
-    never light: it may release the GIL for long."""
-    if getattr(op, "elementwise", False) or isinstance(op, FillOperation):
-        if all(v.size <= LIGHT_ELEMENTS for v in op.input_views) and \
-                all(v.size <= LIGHT_ELEMENTS for v in op.output_views):
-            return 1
+def is_light(rec, prim) -> int:
+    """1 for a light op (see :data:`LIGHT_ELEMENTS`): its kind says it is a small NumPy kernel
+    for its parameters (a user's callable kernel never is: it may release the GIL for long),
+    and every view is small; else 0."""
+    if prim.is_light(rec.params) and all(v.size <= LIGHT_ELEMENTS for v in rec.input_views) \
+            and all(v.size <= LIGHT_ELEMENTS for v in rec.output_views):
+        return 1
     return 0
 
 
-def make_queue(graph, ops, light: bytes | None = None):
-    """A fresh ready queue (compiled when available) for a run of ``ops`` over ``graph``;
-    ``light``: one byte per op (:func:`is_light` of each op when not given)."""
-    offsets, targets = successor_arrays(graph, len(ops))
-    if light is None:
-        light = bytes(is_light(op) for op in ops)
+def make_queue(graph, n: int, light: bytes):
+    """A fresh ready queue (compiled when available) for a run of ``n`` ops over ``graph``;
+    ``light``: one byte per op (:func:`is_light`)."""
+    offsets, targets = successor_arrays(graph, n)
     cls = NativeReadyQueue if NativeReadyQueue is not None else PyReadyQueue
     return cls(offsets, targets, light)
 

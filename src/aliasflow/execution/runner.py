@@ -1,6 +1,8 @@
 """Runners: program order on one thread, or the dependency graph on a thread pool.
 
-Both leave every storage and every op result exactly as program order does: the parallel
+Both run the interpreter's steps (:mod:`.interpreter`: every record checked once per
+signature before any runs, then prepared kernels), and both leave every storage and every
+returned value exactly as program order does: the parallel
 runner only starts an op once every op it conflicts with (through the ordering edges'
 transitive closure) has finished. The bookkeeping between ops (which op is ready, lowest
 program position first) is the ready queue of :mod:`aliasflow.execution.ready`, in compiled
@@ -10,8 +12,8 @@ big ops overlap).
 
 What a run promises when it fails (workers=1 and parallel alike):
 
-- Every op is checked before any runs (:mod:`aliasflow.execution.checks`); a program with an
-  op that cannot run is refused with :class:`~aliasflow.execution.checks.OpRefused` naming the
+- Every op is checked before any runs (:mod:`aliasflow.execution.interpreter`); a program with an
+  op that cannot run is refused with :class:`~aliasflow.execution.interpreter.OpRefused` naming the
   first such op in program order, and nothing is modified.
 - When an op fails while running, the :class:`ExecutionError` names the **first op in program
   order that fails**; every op before it in program order has run (so its effects are there,
@@ -30,17 +32,19 @@ import threading
 
 from ..analysis.dependencies import analyze
 from ..analysis.schedule import DependencyGraph
+from ..core.builders import show_results
 from ..core.errors import AliasflowError, ExecutionError
-from ..core.operations import Operation
-from ..core.program import check_ops
-from .checks import check_all
+from ..core.gcpause import paused_gc
+from ..core.program import as_records, op_list
+from ..core.record import Results
+from .interpreter import Steps, check_all
 from .ready import make_queue
 
 MAX_WORKERS = 256  # threads beyond this only contend for the GIL and the queue's lock
 POLL_SECONDS = 0.05  # the calling thread wakes at least this often (Ctrl-C, progress)
 
 
-def _failure(op: Operation, exc: BaseException, ran_after=()) -> ExecutionError:
+def _failure(op, exc: BaseException, ran_after=()) -> ExecutionError:
     if isinstance(exc, ExecutionError) and exc.op_name == op.name:
         error = exc  # already names the op (and the kernel); keeps its own cause
     else:
@@ -53,12 +57,12 @@ def _failure(op: Operation, exc: BaseException, ran_after=()) -> ExecutionError:
     return error
 
 
-def run_sequential(ops: list[Operation], progress=None) -> None:
-    for op in ops:
+def run_sequential(records: list, run_steps: Steps, progress=None) -> None:
+    for k, rec in enumerate(records):
         try:
-            op.execute()
+            run_steps(k)
         except Exception as exc:
-            error = _failure(op, exc)
+            error = _failure(rec, exc)
             raise error from (exc.__cause__ if error is exc else exc)
         if progress is not None:
             progress(1)
@@ -75,9 +79,9 @@ class _ParallelRun:
     must wait for an op to become ready), so tiny ops do not hand the GIL back and forth.
     """
 
-    def __init__(self, ops: list[Operation], graph: DependencyGraph, light: bytes | None):
-        self.ops = ops
-        self.queue = make_queue(graph, ops, light)
+    def __init__(self, run_steps: Steps, graph: DependencyGraph, light: bytes):
+        self.steps = run_steps
+        self.queue = make_queue(graph, len(run_steps), light)
         self.failures: dict[int, BaseException] = {}
         self.internal: BaseException | None = None
         self.go = threading.Event()  # workers wait for every thread to have started
@@ -94,7 +98,7 @@ class _ParallelRun:
     def work_here(self, caller: bool = False) -> None:
         """Run ready ops until the run is over or stopped. In the caller's thread
         (``caller``), Ctrl-C is not an op's failure: it propagates, as in program order."""
-        ops, failures = self.ops, self.failures
+        run_steps, failures = self.steps, self.failures
         take, done, fail = self.queue.next, self.queue.done, self.queue.fail
         while True:
             if self.interrupted:
@@ -105,7 +109,7 @@ class _ParallelRun:
                     return  # over, or stopped
                 continue  # nothing ready yet: look again (a bounded wait)
             try:
-                ops[k].execute()
+                run_steps(k)
             except BaseException as error:  # handed to the caller's thread, which raises it
                 if caller and isinstance(error, KeyboardInterrupt):
                     raise
@@ -159,11 +163,13 @@ def _start_threads(run: _ParallelRun, workers: int) -> list[threading.Thread]:
     return threads
 
 
-def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | None = None,
-                 progress=None, light: bytes | None = None) -> None:
-    """Run ``ops`` on ``workers`` threads in any order the dependency graph allows (see the
-    module docstring for what a failed run leaves); ``light`` as :func:`check_all` gives."""
-    run = _ParallelRun(ops, graph if graph is not None else analyze(ops), light)
+def run_parallel(records: list, run_steps: Steps, workers: int, graph: DependencyGraph,
+                 progress, light: bytes) -> None:
+    """Run the steps of ``records`` on ``workers`` threads in any order the dependency graph
+    allows (see the module docstring for what a failed run leaves); ``light`` as
+    :func:`~.interpreter.check_all` gives."""
+    ops = records
+    run = _ParallelRun(run_steps, graph, light)
     queue = run.queue
     # Without a progress callback to serve, the calling thread is one of the workers: one
     # thread fewer to start, and the first op starts without waiting for a thread to wake.
@@ -205,12 +211,12 @@ def run_parallel(ops: list[Operation], workers: int, graph: DependencyGraph | No
 
 
 def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=None, *,
-        backend=None, block_bytes=None) -> None:
-    """Execute ``ops`` with results identical to program order.
+        backend=None, block_bytes=None) -> Results:
+    """Execute ``ops`` with results identical to program order; return what they returned.
 
     Parameters
     ----------
-    ops : iterable of Operation
+    ops : iterable of OpRecord or Operation (builders give their records)
     workers : int, default 1
         1 runs in program order; more runs the dependency graph on a thread pool (NumPy
         releases the GIL inside its kernels, so large ops overlap). Ops run on at most
@@ -218,13 +224,20 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
         unless it serves ``progress``.
     graph : DependencyGraph, optional
         A graph from :func:`aliasflow.analyze` for these very ops, to skip analysing again;
-        a graph of another op list (or of ops whose views changed since) is refused.
+        a graph of other records (or of builders changed since) is refused.
     progress : callable, optional
         Called with 1 after each op finishes, always from the calling thread.
     backend, block_bytes : optional
         Either one runs the program as pure tasks on storage blocks of ``block_bytes``
         (default ``"16MiB"``) on ``backend`` (a ``DaskBackend``, ``RayBackend`` or, by default,
         in this process): see :mod:`aliasflow.execution.distributed`.
+
+    Returns
+    -------
+    Results
+        ``Value(op, index) -> array`` for each value an op returned without writing memory
+        (an op without outputs returns one: ``results["op"]``). Builders show theirs as
+        ``op.result`` too.
 
     Raises
     ------
@@ -235,7 +248,9 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
         Naming the first op in program order that failed, with the original exception
         chained; every op before it has run, ``ran_after`` lists later ops that had run.
     """
-    ops = check_ops(ops)
+    given = ops = op_list(ops)
+    with paused_gc():  # records, checks and steps make many objects and free none
+        records = as_records(ops)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise AliasflowError(f"workers must be a positive int, got {workers!r}")
     if progress is not None and not callable(progress):
@@ -244,13 +259,26 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
         if not isinstance(graph, DependencyGraph):
             raise AliasflowError(f"graph must be a DependencyGraph from analyze(), got "
                                  f"{type(graph).__name__}")
-        graph.check_matches(ops)
-    light = check_all(ops)
-    workers = min(workers, len(ops), MAX_WORKERS)
-    if backend is not None or block_bytes is not None:
-        from .distributed.engine import run as run_blocks
-        run_blocks(ops, backend, "16MiB" if block_bytes is None else block_bytes, progress)
-    elif workers <= 1:
-        run_sequential(ops, progress)
-    else:
-        run_parallel(ops, workers, graph, progress, light)
+        graph.check_matches(records)
+    with paused_gc():
+        prims, light = check_all(records)
+    workers = min(workers, len(records), MAX_WORKERS)
+    values: dict = {}
+    try:
+        if backend is not None or block_bytes is not None:
+            from .distributed.engine import run as run_blocks
+            run_blocks(records, backend, "16MiB" if block_bytes is None else block_bytes,
+                       progress, values)
+        else:
+            with paused_gc():
+                run_steps = Steps(records, prims, values)
+            if workers <= 1:
+                run_sequential(records, run_steps, progress)
+            else:
+                if graph is None:
+                    graph = analyze(records)
+                run_parallel(records, run_steps, workers, graph, progress, light)
+    finally:
+        results = Results(values)
+        show_results(given, results)  # the seed's op.result, even after a failure
+    return results

@@ -1,6 +1,8 @@
 """Program-file constants and the error every refused file raises."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..core.errors import AliasflowError
 from ..core.primitives import PRIMITIVES
 
@@ -15,12 +17,25 @@ MAX_PROBLEMS = 200  # reported in full; beyond this, a count
 _INT64 = (-2**63, 2**63 - 1)
 
 DERIVATIONS = ("index", "transpose", "reshape", "broadcast_to", "as_strided")
-# kind -> {param: family}, read from the one registry of op kinds
-KIND_PARAMS = {name: prim.params for name, prim in PRIMITIVES.items()}
+
+
+class _KindParams(Mapping):
+    """kind -> {param: type}, read live from the one registry of op kinds."""
+
+    def __getitem__(self, kind):
+        return PRIMITIVES[kind].params
+
+    def __iter__(self):
+        return iter(PRIMITIVES)
+
+    def __len__(self) -> int:
+        return len(PRIMITIVES)
+
+
+KIND_PARAMS = _KindParams()
 _KEY_HINTS = {k: (" (a derived view takes its tensor from \"of\"; for an explicit window use "
                   "\"tensor\", or derive one with \"as_strided\")")
               for k in ("tensor", "offset", "shape", "stride")}
-_FAMILY_WORD = {"unary": "transform (unary)", "binary": "binary", "reduce": "reduce"}
 
 
 class ProgramFileError(AliasflowError):

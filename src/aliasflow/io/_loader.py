@@ -11,8 +11,7 @@ from math import prod
 import numpy as np
 
 from ..core.errors import AliasflowError
-from ..core.functions import REGISTRIES
-from ..core.primitives import OP_KINDS
+from ..core.primitives import PRIMITIVES
 from ..core.program import Program
 from ..core.view import Tensor
 from ..core.values import MAX_DIMS as NUMPY_MAX_DIMS, show_value
@@ -21,8 +20,9 @@ from ._datafile import (DataFileError, check_data_file_name, read_data_file,
                         storage_from)
 from ._index import IndexSyntaxError, parse_index
 from ._values import DTYPES, check_scalar, parse_init, show
-from ._format import (_FAMILY_WORD, _INT64, _KEY_HINTS, DERIVATIONS, FORMAT, KIND_PARAMS,
-                      MAX_DIMS, MAX_TENSOR_BYTES, MAX_TOTAL_BYTES, SUPPORTED_VERSIONS)
+from ._format import (_INT64, _KEY_HINTS, DERIVATIONS, FORMAT, MAX_DIMS, MAX_TENSOR_BYTES,
+                      MAX_TOTAL_BYTES, SUPPORTED_VERSIONS)
+from ._ops import BASE_KEYS, build_op, decode_accesses, decode_params, primitive_of
 
 
 # ---- JSON parsing ----------------------------------------------------------------------------
@@ -567,64 +567,47 @@ class _Loader:
             return None
         return lambda v: v.as_strided(tuple(shape), tuple(stride), offset, name=name)
 
+    def suggest(self, word: str, choices) -> str:
+        return _suggest(word, choices)
+
     def op(self, entry, path: str, seen: dict):
         if not self.object(entry, path, "an op"):
             return None
         kind = entry.get("kind")
-        params = KIND_PARAMS.get(kind) if isinstance(kind, str) else None
-        base_keys = ("inputs", "outputs", "description")
-        if params is None:
+        prim = primitive_of(kind) if isinstance(kind, str) else None
+        if prim is None:
             # Unknown kind: check the common keys only, allowing any kind's params.
-            any_params = tuple(sorted({p for ps in KIND_PARAMS.values() for p in ps}))
-            self.keys(entry, path, ("name", "kind"), base_keys + any_params)
+            any_params = tuple(sorted({p for q in PRIMITIVES.values() for p in q.params}))
+            self.keys(entry, path, ("name", "kind"), BASE_KEYS + any_params)
             if "kind" in entry:
-                kinds = [k for k in OP_KINDS if k in KIND_PARAMS]
+                kinds = [k for k in PRIMITIVES if "." not in k]
                 self.bad(f"{path}.kind", f"unknown op kind {show(kind)}"
-                         f"{_suggest(kind, kinds) if isinstance(kind, str) else ''}; "
-                         f"choose one of {', '.join(kinds)}")
+                         f"{_suggest(kind, list(PRIMITIVES)) if isinstance(kind, str) else ''}"
+                         f"; choose one of {', '.join(kinds)}")
         else:
-            self.keys(entry, path, ("name", "kind"), base_keys + tuple(params))
+            self.keys(entry, path, ("name", "kind"), BASE_KEYS + tuple(prim.params))
+        earlier = set(seen)
         name = self.name(entry, path, seen, "op")
         description = entry.get("description")
         if description is not None and not isinstance(description, str):
             self.bad(f"{path}.description", f"expected a string, got {show(description)}")
-        args = {}
-        ok = params is not None
-        for param, family in (params or {}).items():
-            if param not in entry:
-                continue
-            value, where = entry[param], f"{path}.{param}"
-            if family == "number":
-                converted, problem = check_scalar(value, np.dtype("float64"))
-                if problem:
-                    self.bad(where, problem.replace(" for dtype float64", ""))
-                    ok = False
-                else:
-                    args[param] = converted
-            elif family == "int":
-                converted = self.int_value(value, where)
-                ok = ok and converted is not None
-                args[param] = converted
-            else:
-                table = REGISTRIES[family]
-                if not isinstance(value, str) or value not in table:
-                    hint = _suggest(value, table) if isinstance(value, str) else ""
-                    self.bad(where, f"unknown {_FAMILY_WORD[family]} function {show(value)}"
-                                    f"{hint}; choose one of {', '.join(sorted(table))}")
-                    ok = False
-                else:
-                    args[param] = value
-        views = {}
-        for role in ("inputs", "outputs"):
-            refs = self.list_of(entry, role, path, default=[])
-            views[role] = [self.resolve(ref, f"{path}.{role}[{i}]")
-                           for i, ref in enumerate(refs or [])]
-            ok = ok and refs is not None and all(v is not BROKEN for v in views[role])
-        if not ok or name is None:
+        args = decode_params(self, entry, path, prim) if prim is not None else None
+
+        def resolve(ref, where):
+            view = self.resolve(ref, where)
+            return None if view is BROKEN else view
+        inputs, outputs, accesses, ok = decode_accesses(self, entry, path, resolve)
+        values = None
+        if "values" in entry:
+            values = self.int_value(entry["values"], f"{path}.values", minimum=0)
+            ok = ok and values is not None
+        after = self.list_of(entry, "after", path, default=[])
+        for i, ref in enumerate(after or []):
+            if not isinstance(ref, str) or ref not in earlier:
+                why = "no earlier op has that name" if isinstance(ref, str) else "not a name"
+                self.bad(f"{path}.after[{i}]", f"{show(ref)}: {why}")
+                ok = False
+        if not ok or after is None or args is None or name is None:
             return None
-        try:
-            op = OP_KINDS[kind](name, **args)
-        except AliasflowError as exc:
-            self.bad(path, str(exc))
-            return None
-        return op.set_inputs(*views["inputs"]).set_outputs(*views["outputs"])
+        return build_op(self, entry, path, name, prim, args, inputs, outputs, accesses,
+                        tuple(after), values)

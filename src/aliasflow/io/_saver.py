@@ -9,53 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.functions import REGISTRIES
-from ..core.operations import Operation
-from ..core.primitives import OP_KINDS
 from ..core.program import Program
-from ._format import _FAMILY_WORD, FORMAT, KIND_PARAMS, VERSION, ProgramFileError
+from ._format import FORMAT, VERSION, ProgramFileError
+from ._ops import RawJSON as _RawJSON, encode_op
 from ._datafile import SAFETENSORS_DTYPES, shared_memories, write_data_file
 from ._values import DTYPES, encode_array, encode_float, is_all_zero
-
-
-def _fn_problem(op: Operation, family: str) -> str | None:
-    table = REGISTRIES[family]
-    if table.get(op.fn_name) is op.fn:
-        return None
-    return (f"op {op.name!r}: function {op.fn_name!r} is a Python callable, not a registered "
-            f"{_FAMILY_WORD[family]} function, so it cannot be saved; use one of "
-            f"{', '.join(sorted(table))}")
-
-
-def _op_entry(op: Operation, problems: list) -> dict | None:
-    cls = OP_KINDS.get(op.kind)
-    if cls is None or type(op) is not cls or op.kind not in KIND_PARAMS:
-        problems.append(f"op {op.name!r}: a {type(op).__name__} cannot be saved; program files "
-                        f"hold only {', '.join(KIND_PARAMS)} ops")
-        return None
-    entry: dict = {"name": op.name, "kind": op.kind}
-    for param, family in KIND_PARAMS[op.kind].items():
-        if family == "number":
-            value = op.params[param]
-            if isinstance(value, (np.integer, int)):
-                entry[param] = int(value)
-            else:
-                entry[param] = _RawJSON(encode_float(float(value)))
-        elif family == "int":
-            entry[param] = int(op.params[param])
-        else:
-            problem = _fn_problem(op, family)
-            if problem:
-                problems.append(problem)
-                return None
-            entry[param] = op.fn_name
-    entry["inputs"] = [v.name for v in op.input_views]
-    entry["outputs"] = [v.name for v in op.output_views]
-    return entry
-
-
-class _RawJSON(str):
-    """JSON text to insert as it is (exact floats, nested data)."""
 
 
 def _compact(obj) -> str:
@@ -77,6 +35,22 @@ def _compact(obj) -> str:
     for token, raw in raws.items():
         text = text.replace(token, raw, 1)
     return text
+
+
+def _odd_nans(data: np.ndarray) -> bool:
+    """Does a float array hold a NaN whose bits are not those of ``np.nan`` in its dtype (a
+    payload, a sign, a signalling NaN)? Text (``"nan"``) would lose them."""
+    if data.dtype.kind not in "fc" or data.size == 0:
+        return False
+    parts = (data.real, data.imag) if data.dtype.kind == "c" else (data,)
+    for part in parts:
+        nans = np.isnan(part)
+        if nans.any():
+            bits = np.ascontiguousarray(part[nans]).view(f"u{part.dtype.itemsize}")
+            canonical = np.array([np.nan], part.dtype).view(f"u{part.dtype.itemsize}")[0]
+            if (bits != canonical).any():
+                return True
+    return False
 
 
 def dumps_program(program: Program, *, description: str | None = None) -> str:
@@ -102,7 +76,7 @@ def _document(program, description, data_file):
         description = getattr(program, "description", None)
     named = [("tensor", t.name) for t in program.tensors.values()] + \
         [("view", v.name) for v in program.views.values()] + \
-        [("op", op.name) for op in program.ops] + \
+        [("op", op.name) for op in program.records] + \
         ([("description", description)] if isinstance(description, str) else [])
     for what, text in named:
         try:
@@ -111,6 +85,13 @@ def _document(program, description, data_file):
             problems.append(f"{what} {ascii(text)[:60]}: holds a lone surrogate "
                             f"({ascii(text[exc.start])}), which a UTF-8 file cannot hold")
     placement, shared = shared_memories(program.tensors.values())
+    for t in program.tensors.values():
+        # NaNs with payloads other than NumPy's own have no exact text: such a tensor's bytes
+        # go over a storage entry of its own, as bytes
+        if id(t) not in placement and t.storage.has_memory and _odd_nans(t.data):
+            name = f"memory{len(shared)}"
+            shared.append((name, t.storage.nbytes, t.storage.bytes.copy()))
+            placement[id(t)] = (name, 0)
     storages = []
     for name, nbytes, contents in shared:
         entry = {"name": name, "nbytes": nbytes}
@@ -151,7 +132,7 @@ def _document(program, description, data_file):
                 problems.append(f"view {v.name!r}: dtype {v.dtype} cannot be saved")
             entry["dtype"] = v.dtype.name
         views.append(entry)
-    ops = [_op_entry(op, problems) for op in program.ops]
+    ops = [encode_op(rec, problems) for rec in program.records]
     if problems:
         raise ProgramFileError(problems, "<program>")
     lines = ["{", f'  "format": {json.dumps(FORMAT)},', f'  "version": {VERSION},']

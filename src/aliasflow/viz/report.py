@@ -221,6 +221,8 @@ def render(page: dict) -> str:
             + "".join(body) + "</body></html>")
 
 
-def write_html(page: dict, path) -> None:
-    """Write :func:`render` of a page model to ``path``."""
+def write_html(source, path, all: bool = False) -> None:  # noqa: A002
+    """Write the page of ``source`` (a page model, or anything with ``html_model(all)``: a
+    trace) to ``path``."""
+    page = source.html_model(all) if hasattr(source, "html_model") else source
     Path(path).write_text(render(page), encoding="utf-8")

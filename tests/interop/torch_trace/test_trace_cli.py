@@ -33,7 +33,7 @@ EXPECTED = [  # (severity, kind, aten ops, count, line) for examples/trace_silen
 
 def test_script_json():
     out = trace("--json", EXAMPLE)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr   # its hazards are at the default --fail-on
     data = json.loads(out.stdout)          # the script's own prints went to stderr
     got = [(f["severity"], f["kind"], f["labels"], f["count"],
             int(f["lines"][0].rsplit(":", 1)[1])) for f in data["findings"]]
@@ -52,23 +52,38 @@ def test_script_text_and_argv(tmp_path):
                       "if '--fail' in sys.argv:\n    raise SystemExit(3)\n"
                       "if '--boom' in sys.argv:\n    raise ValueError('boom')\n")
     out = trace(script, "--json", "x")       # after the script: the script's argv
-    assert out.returncode == 0
+    assert out.returncode == 1               # a wrong result
     assert "argv ['--json', 'x']" in out.stdout
-    assert f"{script}:4: a -= a[:, :1]" in out.stdout
-    assert "in-op-overlap in aten.sub_.Tensor (#2): a, a[:, :1]; 3 element(s)" in out.stdout
-    assert "hint:" in out.stdout and "1 wrong" in out.stdout
+    assert f"{script}:4: wrong in-op-overlap: aten.sub_.Tensor (#2): 3 element(s) of a, " \
+        f"a[:, :1], 9 differ" in out.stdout
+    assert "\n    a -= a[:, :1]\n" in out.stdout
     assert trace(script, "--fail").returncode == 3
     boom = trace(script, "--boom")
     assert boom.returncode == 1 and "ValueError: boom" in boom.stderr
     missing = trace(tmp_path / "nope.py")
-    assert missing.returncode != 0 and "no such script" in missing.stderr
+    assert missing.returncode == 2 and "no such script" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_html_goes_where_the_user_meant_when_the_program_changes_directory(tmp_path):
+    """A relative --html is the caller's working directory's, whatever the program does with
+    its own; a folder that does not exist is refused before the program runs."""
+    (tmp_path / "elsewhere").mkdir()
+    script = tmp_path / "moves.py"
+    script.write_text("import os, torch\nos.chdir('elsewhere')\nprint('ran')\n"
+                      "a = torch.ones(4)\na.add_(1)\n")
+    out = trace("--html", "report.html", script, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "report.html").is_file()
+    assert not (tmp_path / "elsewhere" / "report.html").exists()
+    bad = trace("--html", "no/such/dir/r.html", script, cwd=tmp_path)
+    assert bad.returncode == 2 and "does not exist" in bad.stderr and "ran" not in bad.stdout
 
 
 def _html(tmp_path):
     page = tmp_path / "report.html"
     out = trace("--html", page, "--json", EXAMPLE)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr
     return page, json.loads(out.stdout)
 
 

@@ -175,19 +175,27 @@ def test_conj_and_neg_views():
 
 
 def test_stream_regions_and_races():
+    """Stream regions are CUDA streams: nothing orders them with the default stream but
+    events, wait_stream and host waits (a region's end is not a join)."""
     x = torch.zeros(8)
     with af.trace() as tr:
         with tr.stream("a"):
             x[:4].add_(1)
-        with tr.stream("b"):                 # no default op between: runs with "a"
+        with tr.stream("b"):
             s = x[2:6].sum()
-        x.mul_(2)                            # default stream: after both regions
+        x.mul_(2)                            # default stream: waited for nothing
         with tr.stream("c"):
             x[6:].add_(1)
     del s
-    races = tr.races()
-    assert [(f.kind, [op.label for op in f.ops], f.count) for f in races] == [
-        ("RAW", ["aten.add_.Tensor", "aten.sum.default"], len(E(x[:4]) & E(x[2:6])))]
+    add, total, mul = "aten.add_.Tensor", "aten.sum.default", "aten.mul_.Tensor"
+    got = [(f.kind, f.kinds, [op.label for op in f.ops], f.streams, f.count)
+           for f in tr.races()]
+    assert got == [
+        ("race", ("RAW",), [add, total], ["a", "b"], len(E(x[:4]) & E(x[2:6]))),
+        ("race", ("RAW", "WAW", "WAR"), [add, mul], ["a", "default"], len(E(x[:4]))),
+        ("race", ("WAR",), [total, mul], ["b", "default"], len(E(x[2:6]))),
+        ("race", ("RAW", "WAW", "WAR"), [mul, add], ["default", "c"], len(E(x[6:]))),
+    ]
     with pytest.raises(af.AliasflowError):
         with tr.stream("default"):
             pass

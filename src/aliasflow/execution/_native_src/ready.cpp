@@ -5,9 +5,8 @@
 // predecessor counts, successor lists (CSR arrays), the ready ops (a min-heap, so ready ops
 // come out in program order), the first failed position, and the counts the calling thread
 // watches.  The reference implementation, with the same interface and answers, is the
-// pure-Python ``aliasflow.execution.ready.PyReadyQueue``.  The module also groups ops by
-// check signature for run()'s checks (signature_groups; reference:
-// ``aliasflow.execution.checks.signature_groups``).
+// pure-Python ``aliasflow.execution.ready.PyReadyQueue``.  It takes integers only: op
+// positions, the successor arrays, the light flags, timeouts.
 //
 // Locking: every piece of state is guarded by one std::mutex, never by the GIL.  A call that
 // finds work (or has nothing to wait for) keeps the GIL throughout: releasing and retaking it
@@ -509,176 +508,7 @@ PyType_Spec queue_spec = {"aliasflow.execution._ready.ReadyQueue", sizeof(QueueO
                           Py_TPFLAGS_DEFAULT, queue_slots};
 
 
-// ---------------------------------------------------------------- signature groups
-// checks.signature_groups in compiled code: the same signature tuple as checks._signature
-// (the same attribute reads in the same order, compared in a dict the same way), made without
-// bytecode. run() checks every op before a parallel run; this is most of that time.
-using afpy::Ref;
-
-struct SigNames {
-    PyObject *input_views, *output_views, *arity, *uniform_value, *elementwise, *fn, *axis,
-        *fill_value, *shape, *stride, *dtype, *tensor;
-};
-SigNames sig;
-
-bool intern_names() {
-    const char* keys[] = {"input_views", "output_views", "arity", "uniform_value", "elementwise",
-                          "fn", "axis", "fill_value", "shape", "stride", "dtype", "tensor"};
-    PyObject** slots[] = {&sig.input_views, &sig.output_views, &sig.arity, &sig.uniform_value,
-                          &sig.elementwise, &sig.fn, &sig.axis, &sig.fill_value, &sig.shape,
-                          &sig.stride, &sig.dtype, &sig.tensor};
-    return afpy::intern_all(keys, slots, 12);
-}
-
-// getattr(o, name, None): a new reference, or nullptr with an error other than AttributeError.
-// A missing attribute makes no exception object (as Python's own getattr with a default).
-PyObject* attr_or_none(PyObject* o, PyObject* name) {
-    PyObject* v = nullptr;
-#if PY_VERSION_HEX >= 0x030D0000
-    int found = PyObject_GetOptionalAttr(o, name, &v);
-#else
-    int found = _PyObject_LookupAttr(o, name, &v);
-#endif
-    if (found < 0) return nullptr;
-    if (!found) {
-        Py_INCREF(Py_None);
-        return Py_None;
-    }
-    return v;
-}
-
-// tuple((v.shape, v.stride, v.dtype, v.tensor) for v in views)
-PyObject* view_keys(PyObject* views) {
-    Ref seq(PySequence_Tuple(views));
-    if (!seq.p) return nullptr;
-    Py_ssize_t n = PyTuple_GET_SIZE(seq.p);
-    Ref out(PyTuple_New(n));
-    if (!out.p) return nullptr;
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject* v = PyTuple_GET_ITEM(seq.p, i);
-        PyObject* const fields[4] = {sig.shape, sig.stride, sig.dtype, sig.tensor};
-        Ref key(PyTuple_New(4));
-        if (!key.p) return nullptr;
-        for (int f = 0; f < 4; ++f) {
-            PyObject* value = PyObject_GetAttr(v, fields[f]);
-            if (!value) return nullptr;
-            PyTuple_SET_ITEM(key.p, f, value);
-        }
-        PyTuple_SET_ITEM(out.p, i, key.release());
-    }
-    return out.release();
-}
-
-// op's signature (a new reference), Py_None when it must be checked alone, or nullptr with
-// an error set
-PyObject* signature(PyObject* op, PyObject* fill_type, PyObject* plain) {
-    Ref fill;
-    int is_fill = PyObject_IsInstance(op, fill_type);
-    if (is_fill < 0) return nullptr;
-    if (is_fill) {
-        fill.p = PyObject_GetAttr(op, sig.fill_value);
-        if (!fill.p) return nullptr;
-        int known = PySet_Contains(plain, reinterpret_cast<PyObject*>(Py_TYPE(fill.p)));
-        if (known < 0) return nullptr;
-        if (!known) Py_RETURN_NONE;
-    } else {
-        Py_INCREF(Py_None);
-        fill.p = Py_None;
-    }
-    Ref arity(PyObject_GetAttr(op, sig.arity));
-    if (!arity.p) return nullptr;
-    Ref uniform(PyObject_GetAttr(op, sig.uniform_value));
-    if (!uniform.p) return nullptr;
-    Ref elementwise(attr_or_none(op, sig.elementwise));
-    if (!elementwise.p) return nullptr;
-    Ref fn(attr_or_none(op, sig.fn));
-    if (!fn.p) return nullptr;
-    Ref fn_id(PyLong_FromVoidPtr(fn.p));  // id(fn): every op, so every kernel, is alive
-    if (!fn_id.p) return nullptr;
-    Ref axis(attr_or_none(op, sig.axis));
-    if (!axis.p) return nullptr;
-    Ref ins(PyObject_GetAttr(op, sig.input_views));
-    if (!ins.p) return nullptr;
-    Ref in_keys(view_keys(ins.p));
-    if (!in_keys.p) return nullptr;
-    Ref outs(PyObject_GetAttr(op, sig.output_views));
-    if (!outs.p) return nullptr;
-    Ref out_keys(view_keys(outs.p));
-    if (!out_keys.p) return nullptr;
-    return PyTuple_Pack(11, reinterpret_cast<PyObject*>(Py_TYPE(op)), arity.p, uniform.p,
-                        elementwise.p, fn_id.p, reinterpret_cast<PyObject*>(Py_TYPE(axis.p)),
-                        axis.p,
-                        reinterpret_cast<PyObject*>(Py_TYPE(fill.p)), fill.p, in_keys.p,
-                        out_keys.p);
-}
-
-// An Exception (not a BaseException such as KeyboardInterrupt) means "check this op alone",
-// as checks.signature_groups' `except Exception` does.
-bool alone_after_error() {
-    if (!PyErr_ExceptionMatches(PyExc_Exception)) return false;
-    PyErr_Clear();
-    return true;
-}
-
-PyObject* signature_groups(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "signature_groups takes 3 arguments, got %zd", nargs);
-        return nullptr;
-    }
-    PyObject *ops = args[0], *fill_type = args[1], *plain = args[2];
-    if (!PyTuple_CheckExact(ops)) {
-        PyErr_SetString(PyExc_TypeError, "ops must be a tuple");
-        return nullptr;
-    }
-    if (!PyType_Check(fill_type)) {
-        PyErr_SetString(PyExc_TypeError, "fill_type must be a type");
-        return nullptr;
-    }
-    if (!PyFrozenSet_CheckExact(plain)) {
-        PyErr_SetString(PyExc_TypeError, "plain must be a frozenset");
-        return nullptr;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(ops);
-    if (n >= INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "too many ops");
-        return nullptr;
-    }
-    Ref first(PyDict_New());  // signature -> position of its first op
-    Ref out(PyBytes_FromStringAndSize(nullptr, n * Py_ssize_t(sizeof(int32_t))));
-    if (!first.p || !out.p) return nullptr;
-    int32_t* group = reinterpret_cast<int32_t*>(PyBytes_AS_STRING(out.p));
-    for (Py_ssize_t k = 0; k < n; ++k) {
-        group[k] = -1;
-        Ref key(signature(PyTuple_GET_ITEM(ops, k), fill_type, plain));
-        if (!key.p) {
-            if (alone_after_error()) continue;
-            return nullptr;
-        }
-        if (key.p == Py_None) continue;
-        PyObject* seen = PyDict_GetItemWithError(first.p, key.p);  // borrowed
-        if (seen) {
-            group[k] = int32_t(PyLong_AsSsize_t(seen));
-            continue;
-        }
-        if (PyErr_Occurred()) {
-            if (alone_after_error()) continue;
-            return nullptr;
-        }
-        Ref pos(PyLong_FromSsize_t(k));
-        if (!pos.p) return nullptr;
-        if (PyDict_SetItem(first.p, key.p, pos.p) < 0) {
-            if (alone_after_error()) continue;
-            return nullptr;
-        }
-        group[k] = int32_t(k);
-    }
-    return out.release();
-}
-
 PyMethodDef module_methods[] = {
-    {"signature_groups", (PyCFunction)(void (*)(void))signature_groups, METH_FASTCALL,
-     "signature_groups(ops, fill_type, plain) -> int32 bytes: for each op the position of the "
-     "first op with its signature (aliasflow.execution.checks), or -1 to check it alone."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.execution._ready",
@@ -689,7 +519,6 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.execution._ready",
 }  // namespace
 
 PyMODINIT_FUNC PyInit__ready(void) {
-    if (!intern_names()) return nullptr;
     PyObject* m = PyModule_Create(&module);
     if (!m) return nullptr;
     PyObject* type = PyType_FromSpec(&queue_spec);

@@ -5,7 +5,7 @@
 ``aliasflow.run(ops, backend=..., block_bytes=...)``) executes and writes the final blocks back
 into the storages. The engines are imported only when a backend is made.
 """
-from .plan import Plan, Task, Figures, StorageInfo, ViewSpec, parse_bytes, plan
+from .plan import Plan, Task, Figures, StorageInfo, parse_bytes, plan
 from .execute import OpFailed
 from .engine import LocalBackend, run, run_local, run_plan
 
@@ -20,5 +20,5 @@ def __getattr__(name):  # the backends import their engine lazily
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Plan", "Task", "Figures", "StorageInfo", "ViewSpec", "parse_bytes", "plan",
+__all__ = ["Plan", "Task", "Figures", "StorageInfo", "parse_bytes", "plan",
            "OpFailed", "run_local", "run_plan", "DaskBackend", "RayBackend", "LocalBackend", "run"]

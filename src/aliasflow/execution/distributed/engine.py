@@ -1,8 +1,8 @@
-"""``run``: a plan on a backend, its final blocks written back, op results set.
+"""``run``: a plan on a backend, its final blocks written back, the ops' values returned.
 
 A backend has one method, ``execute(plan, progress=None) -> (values, results)``: ``values``
 maps each of ``plan.final``'s block versions to its bytes, ``results`` maps task index to the
-op's result (None for ops with outputs); an op's failure raises :class:`OpFailed` for the
+values the op returned (a tuple); an op's failure raises :class:`OpFailed` for the
 earliest failed op in program order. ``run`` then writes the blocks back; on a failure it asks
 the backend for the plan truncated just before the failed op, writes that state back, and
 raises :class:`~aliasflow.ExecutionError` naming the op.
@@ -10,9 +10,10 @@ raises :class:`~aliasflow.ExecutionError` naming the op.
 from __future__ import annotations
 
 from ...core.errors import AliasflowError, ExecutionError
-from ..checks import check_all
-from ...core.operations import Operation
-from .execute import OpFailed, load_block, payload, run_task, set_results, write_back
+from ...core.builders import show_results
+from ...core.record import Results, Value
+from ..interpreter import check_all
+from .execute import OpFailed, load_block, payload, run_task, write_back
 from .plan import Plan, plan as make_plan
 
 
@@ -69,24 +70,28 @@ class LocalBackend:
         return {w: values[w] for w in p.final}, results
 
 
-def run_plan(p: Plan, backend, progress=None) -> None:
-    """Execute plan ``p`` on ``backend``; see the module doc."""
-    for op in p.ops:
-        if not isinstance(op, Operation):
-            raise AliasflowError(f"op {op.name!r} is a {type(op).__name__} (analysis only): it "
-                                 f"has no kernel to run")
+def run_plan(p: Plan, backend, progress=None, returned: dict | None = None) -> None:
+    """Execute plan ``p`` on ``backend``; see the module doc. The values the ops return go
+    into ``returned`` (``Value(op, index) -> array``)."""
     check_all(p.ops)  # every op checked before any task runs, as af.run does
     check_memory(p)
+    returned = {} if returned is None else returned
     try:
         values, results = backend.execute(p, progress)
     except OpFailed as exc:
         before = p.truncated(exc.index)
         values, results = backend.execute(before) if before.tasks else ({}, {})
         write_back(p, values)
-        set_results(before, results)     # ops before the failed one have their results
+        _returned(before, results, returned)  # ops before the failed one returned theirs
         raise ExecutionError(exc.op_name, exc.message) from exc
     write_back(p, values)
-    set_results(p, results)
+    _returned(p, results, returned)
+
+
+def _returned(p: Plan, results: dict, returned: dict) -> None:
+    for t in p.tasks:
+        for k, value in enumerate(results.get(t.index, ())):
+            returned[Value(t.op_name, k)] = value
 
 
 def run_local(p: Plan, poison=None) -> None:
@@ -94,15 +99,24 @@ def run_local(p: Plan, poison=None) -> None:
     run_plan(p, LocalBackend(poison))
 
 
-def run(ops, backend=None, block_bytes="16MiB", progress=None) -> None:
-    """Functionalize ``ops`` into blocks and run them on ``backend`` (default: in-process).
+def run(ops, backend=None, block_bytes="16MiB", progress=None, returned=None) -> Results:
+    """Functionalize ``ops`` into blocks and run them on ``backend`` (default: in-process);
+    return what they returned (as :func:`aliasflow.run` does).
 
-    Storages and op results end exactly as program order leaves them. On an op's failure the
-    storages hold the state just before that op and :class:`~aliasflow.ExecutionError` names it.
+    Storages and returned values end exactly as program order leaves them (values also go
+    into ``returned``, when given). On an op's failure the storages hold the state just before
+    that op and :class:`~aliasflow.ExecutionError` names it.
     """
     if backend is None:
         backend = LocalBackend()
     if not callable(getattr(backend, "execute", None)):
         raise AliasflowError(f"backend must have an execute(plan, progress) method "
                              f"(DaskBackend, RayBackend, LocalBackend), got {backend!r}")
-    run_plan(make_plan(ops, block_bytes), backend, progress)
+    ops = list(ops)
+    returned = {} if returned is None else returned
+    try:
+        run_plan(make_plan(ops, block_bytes), backend, progress, returned)
+    finally:
+        results = Results(returned)
+        show_results(ops, results)
+    return results

@@ -2,10 +2,12 @@
 
 A task gets the versions of the blocks it reads (uint8 arrays) and returns the op's result and
 the new versions of the blocks it writes. Inside, the blocks are laid out at their places in a
-local window of each memory, the op's views are rebuilt over the window with their original
-dtype and byte strides (so a kernel sees exactly the memory layout it would see in program
-order: a reduction sums in the same order, nothing is compacted), the op runs through its own
-``execute``, and the written blocks are cut out of the window.
+local window of each memory, the op's views (descriptions of memory, see
+:meth:`~aliasflow.TensorView.description`) are turned into views over the window with their
+original dtype and byte strides (so a kernel sees exactly the memory layout it would see in
+program order: a reduction sums in the same order, nothing is compacted), the record runs the
+reference way (:func:`aliasflow.core.interpret.execute`), and the written blocks are cut out
+of the window.
 
 Bytes of the window no read block supplies are never read by the op (every byte a view touches
 is in a touched block); ``poison`` fills the written-but-not-read blocks before the op runs, so
@@ -13,14 +15,13 @@ a test catches a block wrongly thought covered whole.
 """
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
+from ...core import interpret
 from ...core.errors import ExecutionError
+from ...core.record import Access, OpRecord
 from ...core.storage import Storage
-from ...core.view import Tensor
-from ...core.view import TensorView
+from ...core.view import Tensor, TensorView
 from .plan import Plan, Task
 
 
@@ -35,28 +36,22 @@ class OpFailed(Exception):
         return f"op {self.op_name!r} failed: {self.message}"
 
 
-def op_shell(op):
-    """The op without its views (which hold the storages): what a task ships to a worker."""
-    shell = copy.copy(op)
-    shell.input_views, shell.output_views, shell.result = [], [], None
-    return shell
-
-
 def payload(plan: Plan, task: Task, poison=None) -> tuple:
     """Everything a worker needs to run ``task``: small, no storage data."""
-    used = {sp.storage for sp in task.inputs + task.outputs}
+    used = set(task.memories)
     used.update(s for s, _, _ in task.reads + task.writes)
     meta = {s: (plan.storages[s].name, plan.storages[s].nbytes, plan.storages[s].base)
             for s in used}
-    return (op_shell(plan.ops[task.index]), task, plan.block_bytes, meta, poison)
+    return (task, plan.block_bytes, meta, poison)
 
 
 def run_task(load, *blocks):
     """Run one task: ``load`` from :func:`payload`, ``blocks`` in the order of ``task.reads``.
 
-    Returns ``(op result, new block, ...)`` in the order of ``task.writes``.
+    Returns ``(op values, new block, ...)`` in the order of ``task.writes``.
     """
-    shell, task, B, meta, poison = load
+    task, B, meta, poison = load
+    rec = task.record
     windows = {}
     spans = {}
     for s, b, _ in task.reads + task.writes:
@@ -66,8 +61,7 @@ def run_task(load, *blocks):
         spans[s] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
     # Room for whole elements of the views' tensors around the blocks (a block boundary may
     # cut an element; the view never touches the bytes outside its blocks).
-    pad = max((np.dtype(sp.tensor_dtype).itemsize for sp in task.inputs + task.outputs),
-              default=1)
+    pad = max((a.view.tensor.dtype.itemsize for a in rec.accesses), default=1)
     for s, (lo, hi) in spans.items():
         lo, hi = max(0, lo - pad), min(meta[s][1], hi + pad)
         windows[s] = (lo, _aligned_like(meta[s][2] + lo, hi - lo))
@@ -80,39 +74,42 @@ def run_task(load, *blocks):
         buf[b * B - base:b * B - base + len(data)] = data
     tensors = {}
 
-    def local(sp):
+    def local(view, s):
         """The view over the window: same dtype, shape and byte strides, and the same address
         alignment (mod 64) as in its storage, so kernels take the same code paths."""
-        if 0 in sp.shape:     # touches no block: a view of nothing, same name, shape, dtype
+        st = view.storage
+        if 0 in view.shape:     # touches no block: a view of nothing, same name, shape, dtype
             nothing = np.empty(0, np.uint8)
-            return TensorView(sp.name, Tensor.on(Storage(
+            return TensorView(view.name, Tensor.on(Storage(
                 nothing.__array_interface__["data"][0], 0, owner=nothing,
-                name=sp.storage_name, readonly=sp.readonly), "uint8"), 0, sp.shape,
-                sp.stride, sp.dtype)
-        base, buf = windows[sp.storage]
-        unit = np.dtype(sp.tensor_dtype).itemsize
-        start = sp.origin + max(0, -(-(base - sp.origin) // unit)) * unit  # first element in
-        key = (sp.storage, sp.readonly, sp.storage_name, sp.tensor_dtype, start)
+                name=st.name, readonly=st.readonly), "uint8"), 0, view.shape,
+                view.byte_strides, view.dtype)
+        base, buf = windows[s]
+        tdtype = view.tensor.dtype
+        unit = tdtype.itemsize
+        origin = st.address - meta[s][2]  # where the tensor's element 0 is in the memory
+        start = origin + max(0, -(-(base - origin) // unit)) * unit  # first element in
+        key = (s, st.readonly, st.name, tdtype, start)
         t = tensors.get(key)
         if t is None:
             part = buf[start - base:]
             part = part[:part.nbytes // unit * unit]
-            st = Storage(part.__array_interface__["data"][0], part.nbytes, owner=part,
-                         name=sp.storage_name, readonly=sp.readonly)
-            t = tensors[key] = Tensor.on(st, sp.tensor_dtype, name=sp.storage_name)
-        return TensorView(sp.name, t, (sp.offset - start) // unit, sp.shape,
-                          tuple(st // unit for st in sp.stride), sp.dtype)
+            mem = Storage(part.__array_interface__["data"][0], part.nbytes, owner=part,
+                          name=st.name, readonly=st.readonly)
+            t = tensors[key] = Tensor.on(mem, tdtype, name=st.name)
+        return TensorView(view.name, t, (origin + view.byte_offset - start) // unit, view.shape,
+                          view.stride, view.dtype)
 
-    op = copy.copy(shell)
     try:
-        op.input_views = [local(sp) for sp in task.inputs]
-        op.output_views = [local(sp) for sp in task.outputs]
-        op.execute()
+        values = interpret.execute(OpRecord(rec.name, rec.prim, [
+            Access(a.slot, a.mode, local(a.view, s)) for a, s in zip(rec.accesses,
+                                                                        task.memories)],
+            rec.params, rec.n_values))
     except ExecutionError as exc:  # the op named itself (a kernel that raised)
         raise OpFailed(task.index, task.op_name, str(exc).split(" failed: ", 1)[-1]) from None
     except Exception as exc:
         raise OpFailed(task.index, task.op_name, f"{type(exc).__name__}: {exc}") from None
-    out = [op.result]
+    out = [tuple(values)]
     for s, b, _ in task.writes:
         base, buf = windows[s]
         lo = b * B - base
@@ -160,9 +157,3 @@ def write_back(plan: Plan, values: dict) -> None:
         for st, dst, src in _pieces(plan, s, b):
             if not st.readonly:
                 st.bytes[dst] = data[src]
-
-
-def set_results(plan: Plan, results: dict) -> None:
-    """Give each op its result as :meth:`Operation.execute` would (None for ops with outputs)."""
-    for t in plan.tasks:
-        plan.ops[t.index].result = results.get(t.index)

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...core.errors import AliasflowError
-from ...core.operations import Operation
-from ...core.program import check_ops
+from ...core.program import as_records
+from ...core.record import Access, OpRecord
 from ...core.storage import memory_groups
-from ...core.view import TensorView
+from ...core.view import TensorView, describe
 from .blocks import Footprint
 
 BlockVersion = tuple  # (storage index, block index, version); version 0 = before the run
@@ -105,26 +105,11 @@ class StorageInfo:
 
 
 @dataclass(frozen=True)
-class ViewSpec:
-    """A view in bytes of one storage, enough to rebuild it over a local window."""
-    name: str
-    storage: int
-    offset: int         # bytes
-    shape: tuple
-    stride: tuple       # bytes
-    dtype: str
-    readonly: bool      # its storage is read-only (writes through it fail as in program order)
-    storage_name: str   # its storage's name (for messages)
-    tensor_dtype: str   # its tensor's dtype: offsets and strides count in its elements
-    origin: int         # byte of the memory where its tensor's element 0 starts
-
-
-@dataclass(frozen=True)
 class Task:
     index: int                  # position of the op in program order
     op_name: str
-    inputs: tuple               # ViewSpecs, in the op's order
-    outputs: tuple
+    record: OpRecord            # the op over descriptions of its views (no memory: small)
+    memories: tuple             # the memory index of each access's view, in access order
     reads: tuple                # BlockVersions read, sorted
     writes: tuple               # BlockVersions made, sorted
     rmw: tuple                  # the writes whose old version is read (not covered whole)
@@ -178,7 +163,7 @@ class Plan:
     tasks: tuple                # Task
     final: tuple                # last BlockVersion of every block some task writes
     figures: Figures
-    ops: list = field(repr=False)          # the ops themselves (kernels), by task index
+    ops: list = field(repr=False)          # the op records themselves, by task index
     memory: list = field(repr=False)       # the Storage objects of each memory, by index
 
     def block_range(self, s: int, b: int) -> tuple[int, int]:
@@ -214,7 +199,7 @@ def plan(ops, block_bytes="16MiB") -> Plan:
     a write is read-modify-write unless one output view covers the whole block. (Several
     outputs that only together cover a block count as a partial write: correct, one extra read.)
     """
-    ops = check_ops(ops)
+    ops = as_records(ops)
     B = parse_bytes(block_bytes)
     # The plan makes millions of small tuples and no cycles: the cyclic collector's passes
     # over them would cost a third of the time.
@@ -247,12 +232,12 @@ def _plan(ops, B: int) -> Plan:
             memory.append(tuple(parts))
         return s
 
-    views: dict[int, tuple] = {}    # id(view) -> (view, spec, blocks, whole blocks, bytes)
+    views: dict[int, tuple] = {}    # id(view) -> (view, memory, blocks, whole blocks, bytes)
     layouts: dict[tuple, tuple] = {}  # (storage, byte layout) -> (blocks, whole blocks, bytes)
 
     def access(view):
-        """The view's spec, the blocks it touches and those it covers whole (memoised: traces
-        use the same views and windows over and over)."""
+        """The view's memory, the blocks it touches and those it covers whole (memoised:
+        traces use the same views and windows over and over)."""
         hit = views.get(id(view))
         if hit is not None and hit[0] is view:
             return hit[1:]
@@ -266,28 +251,28 @@ def _plan(ops, B: int) -> Plan:
             whole = frozenset((s, b) for s, b in touched if fp.covers(b, B, nbytes))
             size = fp.count if not fp.fallback else view.size * view.dtype.itemsize
             found = layouts[s, layout] = (touched, whole, size)
-        off, shape, stride = layout
-        out = (ViewSpec(view.name, s, off, shape[:-1], stride[:-1], view.dtype.str,
-                        view.storage.readonly, view.storage.name, view.tensor.dtype.str,
-                        view.storage.address - storages[s].base),) + found
+        out = (s,) + found
         views[id(view)] = (view,) + out
         return out
 
     for k, op in enumerate(ops):
         read: set = set()
-        inputs, outputs, input_bytes = [], [], 0
+        input_bytes = 0
         for v in op.input_views:
-            sp, touched, _, size = access(v)
-            inputs.append(sp)
+            _, touched, _, size = access(v)
             read.update(touched)
             input_bytes += size
         written: dict[tuple[int, int], bool] = {}   # block -> covered whole by one output
         for v in op.output_views:
-            sp, touched, whole, _ = access(v)
-            outputs.append(sp)
+            _, touched, whole, _ = access(v)
             for sb in touched:
                 if not written.get(sb):
                     written[sb] = sb in whole
+        described = describe([a.view for a in op.accesses])
+        record = OpRecord._trusted(op.name, op.prim, tuple(
+            Access(a.slot, a.mode, d) for a, d in zip(op.accesses, described)), op.params,
+            op.n_values)
+        memories = tuple(access(a.view)[0] for a in op.accesses)
         rmw_blocks = [sb for sb, whole in written.items() if not whole]
         read.update(rmw_blocks)
         reads = tuple(sorted((s, b, version.get((s, b), 0)) for s, b in read))
@@ -297,8 +282,8 @@ def _plan(ops, B: int) -> Plan:
             writes.append((s, b, v))
             if not written[s, b]:
                 rmw.append((s, b, v))
-        tasks.append(Task(k, op.name, tuple(inputs), tuple(outputs), reads, tuple(writes),
-                          tuple(rmw), input_bytes))
+        tasks.append(Task(k, op.name, record, memories, reads, tuple(writes), tuple(rmw),
+                          input_bytes))
 
     storages_t = tuple(storages)
     final = tuple((s, b, v) for (s, b), v in sorted(version.items()))

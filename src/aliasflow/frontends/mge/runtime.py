@@ -18,8 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...core.errors import AliasflowError
-from ...core.operations import Operation
+from ...core.errors import AliasflowError, ExecutionError
+from ...core.interpret import execute
+from ...core.record import OpRecord
 from ...core.exchange import from_numpy
 from ...core.view import TensorView
 
@@ -31,7 +32,7 @@ SEMANTICS = ("megengine", "alias")
 class _State:
     version = "1.9"
     semantics = "megengine"
-    ops: list[Operation] = []
+    ops: list[OpRecord] = []
     op_ids = itertools.count(1)
     impl_ids = itertools.count(1)
     storage_ids = itertools.count(1)
@@ -75,8 +76,8 @@ class config:
         return f"mge.config(version={self.version!r}, semantics={self.semantics!r})"
 
 
-def recorded_ops() -> list[Operation]:
-    """The aliasflow ops every front-end action recorded so far, in program order."""
+def recorded_ops() -> list[OpRecord]:
+    """The op records of every front-end action so far, in program order."""
     return list(_State.ops)
 
 
@@ -90,15 +91,17 @@ def _op_name(kind: str) -> str:
     return f"{kind}_{next(_State.op_ids)}"
 
 
-def _execute(op: Operation) -> Operation:
+def _execute(op) -> list:
+    """Run one op (a record, or a builder's record), record it, and return its values."""
+    rec = op if isinstance(op, OpRecord) else op.record()
     try:
-        op.execute()
+        values = execute(rec)
     except AliasflowError:
         raise
-    except (ValueError, TypeError, ArithmeticError) as exc:
-        raise AliasflowError(f"mge: op {op.name!r} failed: {exc}") from exc
-    _State.ops.append(op)
-    return op
+    except (ValueError, TypeError, ArithmeticError, ExecutionError) as exc:
+        raise AliasflowError(f"mge: op {rec.name!r} failed: {exc}") from exc
+    _State.ops.append(rec)
+    return values
 
 
 # ---- the two lower layers --------------------------------------------------------------------

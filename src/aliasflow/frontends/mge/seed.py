@@ -160,7 +160,7 @@ def _inside(view, storage) -> bool:
 
 def _copies(ops, old, new) -> bool:
     """Did one of ``ops`` copy memory of storage ``old`` into storage ``new``?"""
-    return any(getattr(op, "fn_name", None) == "copy" and op.input_views and op.output_views
+    return any(op.params.get("fn") == "copy" and op.input_views and op.output_views
                and _inside(op.input_views[0], old) and _inside(op.output_views[0], new)
                for op in ops)
 

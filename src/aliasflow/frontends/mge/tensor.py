@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import AliasflowError
-from ...core.operations import BinaryOperation, Operation, TransformOperation
+from ...core.builders import BinaryOperation, TransformOperation
+from ...core.primitives import PRIMITIVES, Primitive
+from ...core.record import Access, OpRecord
 from .runtime import (DEVICE, Impl, ImplInfo, Layers, _State, _execute, _op_name,
                       storage_info)
 
@@ -40,42 +42,60 @@ def _is_scalar(x) -> bool:
     return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
 
 
-class _WithScalar:
-    """``fn(x, scalar)`` (or ``fn(scalar, x)``) as a unary kernel with a readable name."""
-
-    def __init__(self, fn, kind: str, scalar, reverse: bool):
-        self.fn, self.scalar, self.reverse = fn, scalar, reverse
-        self.__name__ = f"{kind}({scalar!r}, x)" if reverse else f"{kind}(x, {scalar!r})"
-
-    def __call__(self, x):
-        return self.fn(self.scalar, x) if self.reverse else self.fn(x, self.scalar)
-
-
-class _Constant(Operation):
-    """Writes given data (tensor creation, scalar assignment)."""
-
-    kind = "const"
-    arity = 0
-
-    def __init__(self, name: str, value: np.ndarray):
-        super().__init__(name)
-        self.value = value
-
-    def compute(self, values):
-        return self.value
-
-
-class _Cast(TransformOperation):
-    """Copy with a cast to the output's dtype (as assignment does in NumPy and MegEngine)."""
-
-    def __init__(self, name: str, dtype: np.dtype):
-        super().__init__(name, lambda x: np.asarray(x).astype(dtype))
-        self.fn_name = f"cast_{np.dtype(dtype).name}"
-
-
 _FNS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
         "divide": np.true_divide}
 _INPLACE = {"add": "iadd", "subtract": "isub", "multiply": "imul", "divide": "idiv"}
+
+
+# The kinds of op this front end adds to aliasflow's (every other op is a seed kind).
+def _scalar_kernel(params, inputs):
+    fn = _FNS[params["op"]]
+    if params["reverse"]:
+        return fn(params["scalar"], inputs[0])
+    return fn(inputs[0], params["scalar"])
+
+
+def _sample_result(kernel):
+    def result(params, inputs):
+        with np.errstate(all="ignore"):
+            value = np.asarray(kernel(params, [np.zeros((1,) * len(s), d) for s, d in inputs]))
+        return inputs[0][0] if inputs else value.shape, value.dtype
+    return result
+
+
+PRIMITIVES.register(Primitive(
+    "mge.const", lambda params, inputs: np.asarray(params["value"], params["dtype"]), arity=0,
+    params={"value": "json", "dtype": "str"},
+    result=lambda p, ins: (np.shape(p["value"]), np.dtype(p["dtype"])),
+    doc="Write given values (tensor creation, scalar assignment)."), replace=True)
+PRIMITIVES.register(Primitive(
+    "mge.cast", lambda params, inputs: np.asarray(inputs[0]).astype(params["dtype"]), arity=1,
+    params={"dtype": "str"}, result=lambda p, ins: (ins[0][0], np.dtype(p["dtype"])),
+    doc="Copy with a cast to the output's dtype (as assignment does in NumPy and MegEngine)."),
+    replace=True)
+PRIMITIVES.register(Primitive(
+    "mge.scalar", _scalar_kernel, arity=1,
+    params={"op": "str", "scalar": "json", "reverse": "bool"},
+    result=_sample_result(_scalar_kernel),
+    doc="An arithmetic op of a tensor and a Python number: op(x, scalar) or op(scalar, x)."),
+    replace=True)
+
+
+def _record(kind: str, name: str, inputs, outputs, **params) -> OpRecord:
+    n = len(inputs)
+    return OpRecord(name, kind, [Access(k, "R", v) for k, v in enumerate(inputs)]
+                    + [Access(n + k, "W", v) for k, v in enumerate(outputs)], params,
+                    0 if outputs else 1)
+
+
+def _const(name: str, arr: np.ndarray, view) -> OpRecord:
+    return _record("mge.const", name, [], [view], value=arr.tolist(), dtype=arr.dtype.name)
+
+
+def _plain(x):
+    """A Python number for a NumPy scalar (what a record's JSON parameter holds)."""
+    return x.item() if isinstance(x, np.generic) else x
+
 
 
 class IndexOutOfRange(AliasflowError, IndexError):
@@ -133,7 +153,7 @@ class Tensor:
         if arr.dtype.hasobject or arr.dtype.kind not in "biuf":
             raise AliasflowError(f"mge.tensor: unsupported dtype {arr.dtype}")
         impl = Impl.fresh(arr.shape, arr.dtype)
-        _execute(_Constant(_op_name("const"), arr).set_outputs(impl.view))
+        _execute(_const(_op_name("const"), arr, impl.view))
         self._impl = impl
 
     @classmethod
@@ -157,8 +177,9 @@ class Tensor:
     # reads
     def numpy(self) -> np.ndarray:
         """A copy of the values (recorded as a read of this tensor's memory)."""
-        op = _execute(TransformOperation(_op_name("numpy"), "copy").set_inputs(self._impl.view))
-        return np.array(op.result, copy=True)
+        values = _execute(TransformOperation(_op_name("numpy"), "copy")
+                          .set_inputs(self._impl.view))
+        return np.array(values[0], copy=True)
 
     def __array__(self, dtype=None, copy=None):
         values = self.numpy()
@@ -259,11 +280,15 @@ class Tensor:
             shape = self.shape
             with np.errstate(all="ignore"):
                 dtype = _demote((fn(other, one) if reverse else fn(one, other)).dtype)
-            op = TransformOperation(name or _op_name(kind), _WithScalar(fn, kind, other, reverse)
-                                    ).set_inputs(self._impl.view)
+            op = None
         out = Impl.fresh(shape, dtype)
+        if op is None:
+            op = _record("mge.scalar", name or _op_name(kind), [self._impl.view], [out.view],
+                         op=kind, scalar=_plain(other), reverse=reverse)
+        else:
+            op = op.set_outputs(out.view)
         with np.errstate(all="ignore"):
-            _execute(op.set_outputs(out.view))
+            _execute(op)
         return Tensor._wrap(out)
 
     def __add__(self, o): return self._binary("add", o)
@@ -298,12 +323,12 @@ class Tensor:
                 op = BinaryOperation(name, kind).set_inputs(impl.view, other._impl.view)
             else:
                 dtype = fn(np.ones((), self.dtype), other).dtype
-                op = TransformOperation(name, _WithScalar(fn, kind, other, False)
-                                        ).set_inputs(impl.view)
+                op = _record("mge.scalar", name, [impl.view], [impl.view], op=kind,
+                             scalar=_plain(other), reverse=False)
             if not np.can_cast(dtype, impl.dtype, "same_kind"):
                 raise AliasflowError(f"mge: in-place {kind} gives {_demote(dtype)}, which "
                                      f"cannot be written into this {impl.dtype} tensor")
-            _execute(op.set_outputs(impl.view))
+            _execute(op if isinstance(op, OpRecord) else op.set_outputs(impl.view))
         return self
 
     def __iadd__(self, o): return self._inplace("add", o)
@@ -333,10 +358,11 @@ class Tensor:
             if not _fits(value.shape, dst.shape):
                 raise AliasflowError(f"mge: cannot assign shape {value.shape} to a window of "
                                      f"shape {dst.shape}")
-            op = _Cast(name, dst.dtype).set_inputs(value._impl.view)
+            op = _record("mge.cast", name, [value._impl.view], [dst.view],
+                         dtype=dst.dtype.name)
         else:
-            op = _Constant(name, np.asarray(value).astype(dst.dtype))
-        _execute(op.set_outputs(dst.view))
+            op = _const(name, np.asarray(value).astype(dst.dtype), dst.view)
+        _execute(op)
         if target is not impl:
             self._impl = target
 

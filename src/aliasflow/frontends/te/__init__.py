@@ -12,7 +12,7 @@ from .tensor import (Range, IterVar, CommReducer, Reduce, Operation, Placeholder
                      Tensor, TensorSlice, Schedule, var, placeholder, compute, reduce_axis, sum,
                      max, min, create_schedule, convert, PrimFunc, create_prim_func)
 from .build import BuiltFunction, build, compile
-from .lower import NonAffineIndexError, ComputeOperation, LoweredProgram, affine_form, lower
+from .lower import NonAffineIndexError, LoweredProgram, affine_form, lower
 
 __all__ = [
     "PrimExpr", "Var", "IntImm", "FloatImm", "Cast", "BinaryOpExpr", "Add", "Sub", "Mul", "Div",
@@ -21,7 +21,7 @@ __all__ = [
     "Reduce", "Operation", "PlaceholderOp", "ComputeOp", "Tensor", "TensorSlice", "Schedule",
     "var", "placeholder", "compute", "reduce_axis", "sum", "max", "min", "create_schedule",
     "convert", "BuiltFunction", "build",
-    "NonAffineIndexError", "ComputeOperation", "LoweredProgram", "affine_form", "lower",
+    "NonAffineIndexError", "LoweredProgram", "affine_form", "lower",
     "EQ", "NE", "And", "Or", "Call", "Select", "exp", "log", "sqrt", "tanh", "sigmoid", "abs",
     "power", "if_then_else", "select", "all", "any", "PrimFunc", "create_prim_func", "compile",
 ]

@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import AliasflowError
-from ...core.operations import Operation as AfOperation
+from ...core.primitives import PRIMITIVES, Primitive
+from ...core.record import Access, OpRecord
 from ...core.view import Tensor as AfTensor
 from ...core.view import TensorView
 from .build import _tensors, as_view, topo_ops
@@ -108,43 +109,39 @@ def load_view(load: ProducerLoad, domain: Domain, base: TensorView, binds: dict,
     return TensorView(name, base.tensor, offset, domain.shape, stride, base.dtype)
 
 
-class ComputeOperation(AfOperation):
-    """A te compute op as an aliasflow op: reads one exact view per distinct load (or, for a
-    non-affine load under ``non_affine="whole"``, the producer's whole tensor), writes each
-    output tensor whole; runs the body with NumPy over the domain."""
+def _compute_kernel(params, inputs):
+    """Run a te compute op's body with NumPy over its domain: one value per output."""
+    reads = params["reads"]
 
-    kind = "te_compute"
+    def load(node, idx, mask):
+        k, whole = reads[id(node)]
+        if whole:
+            return gather(node.producer.name, inputs[k], idx, mask)
+        return inputs[k]
+    env = {k: np.asarray(v) for k, v in params["binds"].items()}
+    return [np.array(r) for r in op_values(params["op"], params["domain"], load, env)]
 
-    def __init__(self, name, te_op, domain, binds, reads):
-        super().__init__(name)
-        self.te_op, self.domain, self._binds = te_op, domain, binds
-        self._reads = reads  # id(load) -> (input position, whole tensor?)
 
-    def compute(self, values):
-        def load(node, idx, mask):
-            k, whole = self._reads[id(node)]
-            if whole:
-                return gather(node.producer.name, values[k], idx, mask)
-            return values[k]
-        env = {k: np.asarray(v) for k, v in self._binds.items()}
-        return op_values(self.te_op, self.domain, load, env)
+# A te compute op: reads one exact view per distinct load (or, for a non-affine load under
+# ``non_affine="whole"``, the producer's whole tensor), writes each output tensor whole. Its
+# parameters are the te op and its bound domain (objects: a program file cannot hold them).
+COMPUTE = PRIMITIVES.register(Primitive(
+    "te.compute", _compute_kernel,
+    params={"op": "any", "domain": "any", "binds": "any", "reads": "any"}, outputs="each",
+    doc="A te compute op, run with NumPy over its domain."), replace=True)
 
-    def execute(self) -> None:
-        # several outputs get several values, so the base class's one-value write is replaced
-        for out in self.output_views:
-            if out.storage.readonly:
-                raise AliasflowError(f"op {self.name!r}: output view {out.name!r} is over "
-                                     f"read-only memory (storage {out.storage.name!r})")
-            if out.has_internal_overlap():
-                raise AliasflowError(f"op {self.name!r}: output {out.name!r} overlaps itself")
-        results = [np.array(r) for r in self.compute([v.numpy() for v in self.input_views])]
-        for out, r in zip(self.output_views, results):
-            out._ndarray()[...] = r
-        self.result = None
+
+def compute_record(name, te_op, domain, binds, reads, inputs, outputs) -> OpRecord:
+    """The op record of one te compute op (``reads``: id(load) -> (input position, whole
+    tensor?))."""
+    n = len(inputs)
+    return OpRecord(name, "te.compute", [Access(k, "R", v) for k, v in enumerate(inputs)]
+                    + [Access(n + k, "W", v) for k, v in enumerate(outputs)],
+                    {"op": te_op, "domain": domain, "binds": binds, "reads": reads}, 0)
 
 
 class LoweredProgram(list):
-    """The lowered ops in topological order (a list of aliasflow ops); ``views`` maps each te
+    """The lowered ops in topological order (a list of op records); ``views`` maps each te
     tensor to the aliasflow view holding it; ``non_affine`` lists the loads read whole, and
     why."""
 
@@ -164,8 +161,8 @@ def _unique(name: str, used: set) -> str:
 
 def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False,
           arrays=None):
-    """The aliasflow program computing ``outputs``: one :class:`ComputeOperation` per te
-    compute op, in topological order. Each te tensor lives in a fresh aliasflow tensor, or in
+    """The aliasflow program computing ``outputs``: one op record (kind ``te.compute``) per
+    te compute op, in topological order. Each te tensor lives in a fresh aliasflow tensor, or in
     the caller's memory if ``arrays`` maps it to an array (NumPy or any DLPack exporter, no
     copy; arrays may share memory, and the analysis then sees through it). ``binds`` gives
     symbolic sizes (``{var or name: int}``); sizes not given are read from ``arrays``. A load
@@ -207,10 +204,8 @@ def lower(outputs, binds=None, non_affine: str = "error", virtual: bool = False,
             continue
         domain = Domain(op, bound)
         reads_views, reads = _reads(op, domain, views, bound, non_affine, skipped)
-        aop = ComputeOperation(_unique(op.name, opnames), op, domain, bound, reads)
-        aop.set_inputs(*reads_views)
-        aop.set_outputs(*(views[t] for t in op._outputs))
-        program.append(aop)
+        program.append(compute_record(_unique(op.name, opnames), op, domain, bound, reads,
+                                      reads_views, [views[t] for t in op._outputs]))
     return LoweredProgram(program, views, skipped)
 
 

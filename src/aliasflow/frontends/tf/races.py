@@ -3,17 +3,11 @@ from __future__ import annotations
 
 from ...analysis.races import find_races
 from ...core.errors import AliasflowError
-from ...core.operations import Operation as AfOperation
+from ...core.record import Access, OpRecord
 from ...core.view import Tensor as AfTensor
 from .accesses import _UPDATES, _needed_ops, _read_tensors, _variable_of
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .session import _feeds, _structure
-
-
-class _Access(AfOperation):
-    """An op's variable accesses, for analysis only."""
-
-    kind = "tf"
 
 
 def races(graph: Graph | None = None, fetches=None, feed_dict=None) -> list:
@@ -82,11 +76,12 @@ def races(graph: Graph | None = None, fetches=None, feed_dict=None) -> list:
     present = {op._id for op in ops}
     accesses, edges = [], []
     for op in ops:
-        acc = _Access(op.name)
-        acc.input_views = [v for t in _read_tensors(op) if (v := var_view(t, op)) is not None]
-        if op.type in _UPDATES:
-            acc.output_views = [var_view(op.inputs[0], op)]
-        accesses.append(acc)
+        # an op's variable accesses, for analysis only (its kind is its TensorFlow type)
+        reads = [v for t in _read_tensors(op) if (v := var_view(t, op)) is not None]
+        writes = [var_view(op.inputs[0], op)] if op.type in _UPDATES else []
+        accesses.append(OpRecord(op.name, f"tf.{op.type}", [
+            Access(k, "R", v) for k, v in enumerate(reads)] + [
+            Access(len(reads) + k, "W", v) for k, v in enumerate(writes)]))
         edges += [(i.op.name, op.name) for i in op.inputs
                   if i.op._id in present and i not in fed]
         edges += [(c.name, op.name) for c in op.control_inputs if c._id in present]

@@ -1,18 +1,18 @@
 """``tf.Session.run`` on aliasflow.
 
 How a run works. The ops the fetches need (through data inputs and control inputs, stopping at
-fed tensors) become aliasflow operations in graph creation order, which is a topological order.
+fed tensors) become op records in graph creation order, which is a topological order.
 Each variable is an aliasflow storage kept by the session; ``Const``, arithmetic and the other
 value ops write fresh storage per run. ``Identity`` (so ``Variable/read``), the ``*_ref``
 outputs of ``VariableV2`` and of the assign ops, a full slice (``v[:]``) and a ``Sum`` over
 size-1 axes *are* the memory they come from, as in TensorFlow, whose kernels forward buffers:
 an op reading ``Variable/read:0`` reads the variable when it runs, and a ``StridedSlice`` of it
 reads only the sliced elements. ``Assign``/``AssignAdd``/``AssignSub`` write the whole
-variable, ``StridedSliceAssign`` the slice. Every data and control edge is also an access (the
-producer writes a one-element token the consumer reads), so :func:`aliasflow.analyze` orders
-the run by graph edges and memory conflicts alike, and :func:`aliasflow.run` executes it on
-``workers`` threads (one worker runs creation order, which respects all of those edges).
-``Session.program(fetches)`` returns these aliasflow operations without running them.
+variable, ``StridedSliceAssign`` the slice. Every data and control edge is an ``after`` edge of
+the op record (an ordering edge that is not data), so :func:`aliasflow.analyze` orders the run
+by graph edges and memory conflicts alike, and :func:`aliasflow.run` executes it on ``workers``
+threads (one worker runs creation order, which respects all of those edges).
+``Session.program(fetches)`` returns these op records without running them.
 
 Fetches are read after the run, as TensorFlow converts fetched buffers after its run: fetching
 a variable (or an assign's output) gives its final value.
@@ -30,7 +30,8 @@ import numpy as np
 
 from ...analysis.dependencies import analyze
 from ...core.errors import AliasflowError, ExecutionError
-from ...core.operations import Operation as AfOperation
+from ...core.primitives import PRIMITIVES, Primitive
+from ...core.record import Access, OpRecord
 from ...core.view import Tensor as AfTensor
 from ...execution.runner import run as af_run
 from .dtypes import TensorShape
@@ -100,34 +101,40 @@ def _accessed(op: Operation, view_of, var_view):
     raise AliasflowError(f"operation {op.name!r}: type {t!r} cannot run here")
 
 
-class _Kernel(AfOperation):
-    """One graph op as an aliasflow operation: data reads and writes, plus edge tokens."""
+def _kernel(params, inputs):
+    return params["run"](inputs)
 
-    kind = "tf"
 
-    def __init__(self, name, reads, writes, fn, tokens_in, token_out, checks, after):
-        super().__init__(name)
-        self.input_views = list(reads) + list(tokens_in)
-        self.output_views = list(writes) + [token_out]
-        self._n_reads, self._n_writes = len(reads), len(writes)
-        self._fn, self._checks, self._after = fn, checks, after
+# A graph op of a session's run: params["run"] reads the values and gives the written ones
+# (and keeps the session's record of initialized variables). Session-private: such records
+# run, and are analysed, but hold a function, so a program file cannot hold them.
+PRIMITIVES.register(Primitive("tf.kernel", _kernel, params={"type": "str", "run": "any"},
+                              outputs="each", doc="One TensorFlow graph op in a session's run."),
+                    replace=True)
 
-    def execute(self) -> None:
-        for check in self._checks:
+
+def _kernel_record(name, type_, reads, writes, fn, checks, done, after) -> OpRecord:
+    """One graph op as an op record: its data reads and writes, ordered after the ops its data
+    and control edges name (``after``)."""
+    def run(values):
+        for check in checks:
             check()
-        if self._fn is None:
-            return
-        values = [v.numpy() for v in self.input_views[:self._n_reads]]
-        with np.errstate(all="ignore"):
-            results = [np.asarray(r) for r in self._fn(values)]  # all reads before any write
-        for out, value in zip(self.output_views[:self._n_writes], results):
-            target = out.numpy()
-            if value.shape != target.shape:
-                raise AliasflowError(f"operation {self.name!r}: value of shape {value.shape} "
-                                     f"does not match {out.name!r} of shape {target.shape}")
-            target[...] = value
-        if self._after is not None:
-            self._after()
+        if fn is None:
+            results = []
+        else:
+            with np.errstate(all="ignore"):
+                results = [np.asarray(r) for r in fn(values)]  # all reads before any write
+        for out, value in zip(writes, results):
+            if value.shape != out.shape:
+                raise AliasflowError(f"operation {name!r}: value of shape {value.shape} "
+                                     f"does not match {out.name!r} of shape {out.shape}")
+        if done is not None:
+            done()
+        return results
+    n = len(reads)
+    accesses = [Access(k, "R", v) for k, v in enumerate(reads)] + \
+        [Access(n + k, "W", v) for k, v in enumerate(writes)]
+    return OpRecord(name, "tf.kernel", accesses, {"type": type_, "run": run}, 0, after)
 
 
 def _structure(graph: Graph, fetches, elements: list):
@@ -261,9 +268,9 @@ class Session:
 
     def program(self, fetches, feed_dict=None) -> list:
         """The aliasflow operations ``run(fetches, feed_dict)`` would execute, in creation
-        order, without running them: one per graph op, reading and writing views named after
-        the tensors (variables after their ops), plus one ``control`` element per op that
-        carries its data and control edges. ``af.analyze(ops)`` shows what orders them.
+        order, without running them: one op record per graph op, reading and writing views
+        named after the tensors (variables after their ops), its data and control edges as
+        ``after`` ordering edges. ``af.analyze(ops)`` shows what orders them.
 
         >>> import aliasflow as af
         >>> from aliasflow import tf
@@ -274,7 +281,7 @@ class Session:
         ...     r = tf.reduce_sum(v[1:3])
         >>> ops = tf.Session(graph=g).program([w, r])
         >>> [(op.name, op.output_views[0].name) for op in ops
-        ...  if op.output_views[0].tensor.name == "Variable"]
+        ...  if op.output_views and op.output_views[0].tensor.name == "Variable"]
         [('strided_slice/_assign', 'Variable[0:2]')]
         >>> [(op.name, op.input_views[0].name) for op in ops
         ...  if op.input_views and op.input_views[0].tensor.name == "Variable"]
@@ -311,8 +318,6 @@ class Session:
             return views[var.outputs[0]]
 
         position = {op._id: k for k, op in enumerate(order)}
-        # one byte per op carries its edges (real memory: ops are checked before a run)
-        token = AfTensor("control", (max(len(order), 1),), "uint8")
         kernels = []
         for k, op in enumerate(order):
             reads, writes, fn = _accessed(op, view_of, var_view)
@@ -328,8 +333,8 @@ class Session:
                 after = (lambda i: lambda: self._initialized.add(i))(var._id)
             preds = {position[i.op._id] for i in op.inputs if i not in fed}
             preds |= {position[c._id] for c in op.control_inputs if c._id in position}
-            kernels.append(_Kernel(op.name, reads, writes, fn, [token[p] for p in sorted(preds)],
-                                   token[k], checks, after))
+            kernels.append(_kernel_record(op.name, op.type, reads, writes, fn, checks, after,
+                                          tuple(order[p].name for p in sorted(preds))))
         return structure, elements, fed, views, kernels, order
 
     def _check_variables(self, order: list[Operation], fed: dict) -> None:

@@ -201,8 +201,17 @@ class Finding:
         extra = " (memory reuse)" if self.reuse else ""
         return f"{self.severity} {self.kind}{extra}: {names}: {self.count} element(s)"
 
+    def to_json(self, elements: bool = False) -> dict:
+        """The finding as plain data (the fields of ``--json``)."""
+        from .render import finding_json
+        return finding_json(self, self.names, elements)
+
     def __repr__(self) -> str:
         return f"Finding({self.describe()})"
+
+    def _repr_html_(self) -> str:
+        from ...reporting.html import finding_html   # Jupyter only: the report layer draws it
+        return finding_html(self)
 
 
 def slot_name(s: Slot) -> str:

@@ -13,11 +13,11 @@ conflicts between two lifetimes of one address (memory reuse: listed apart, ``re
 from __future__ import annotations
 
 from bisect import bisect_left
-from types import SimpleNamespace
 
 import numpy as np
 
 from ...analysis.overlap import check_memory_overlap, overlap
+from ...core.record import _EMPTY, OpRecord
 from .classify import _grid
 from .model import Finding
 
@@ -58,18 +58,16 @@ def _candidates(ops, infos, want_reuse):
     several = {m for m, k in keys.items() if len(k) > 1 or want_reuse}
     out, slot_of = [], {}
     for op, info in zip(ops, infos):
-        ins, outs = [], []
+        kept = []
         for acc in op.accesses:
             s = info.slots[acc.slot]
             if s.memory not in several:
                 continue
             slot_of[id(acc.view)] = (s, acc.view)
-            if acc.mode in ("R", "RW"):
-                ins.append(acc.view)
-            if acc.mode in ("W", "RW"):
-                outs.append(acc.view)
-        if ins or outs:
-            out.append(SimpleNamespace(name=info.name, input_views=ins, output_views=outs))
+            kept.append(acc)
+        if kept:
+            out.append(op if len(kept) == len(op.accesses) else
+                       OpRecord._trusted(op.name, op.prim, tuple(kept), _EMPTY))
     return out, slot_of
 
 

@@ -42,16 +42,19 @@ class StorageGen:
     """One lifetime of one address range: ``address``, ``nbytes``, who made it, its bytes
     when the trace first saw it (``snapshot``, for replay) and a CRC-32 at the end."""
 
-    __slots__ = ("id", "address", "nbytes", "end", "creator", "snapshot", "final_crc",
+    __slots__ = ("id", "address", "nbytes", "end", "creator", "first_op", "snapshot",
+                 "final_crc",
                  "final_bytes", "weak", "alive_at_end", "region", "region_start", "aliases",
                  "group", "dirty", "device")
 
-    def __init__(self, id_: int, address: int, nbytes: int, creator, weak, device="cpu"):
+    def __init__(self, id_: int, address: int, nbytes: int, creator, weak, device="cpu",
+                 first_op=None):
         self.id = id_
         self.address = address
         self.nbytes = nbytes
         self.end = address + nbytes
         self.creator = creator        # index of the op that allocated it, None if it existed
+        self.first_op = first_op      # index of the first op that touched it
         self.snapshot = None          # UntypedStorage copy taken at first sight (None: created)
         self.final_crc = None         # CRC-32 of its bytes at the end of the trace (if alive)
         self.final_bytes = None       # a copy of them, for small storages

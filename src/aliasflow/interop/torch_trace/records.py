@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.record import Access, OpRecord
+from ...core.record import _EMPTY, Access, OpRecord
 from ...core.storage import Storage
 from ...core.view import Tensor, TensorView
 from ..findings.model import Frame, OpInfo, Slot
@@ -174,15 +174,16 @@ def _build(trace) -> Built:
                 accesses.append(Access(k, s.mode, s.view))
         elif exact is not None:
             exact_map[exact[0]] = exact[2]
-        ops.append(OpRecord(name, label, tuple(accesses)))
         text = texts.get(raw_where)
         if text is None and raw_where is not None:
             text = texts[raw_where] = line_text(raw_where[0].co_filename, raw_where[1])
-        infos.append(OpInfo(
+        info = OpInfo(
             name, label, call.index, where, context, text or "", call.error, call.untracked,
             tuple(slots), _exempt(spec, call.accesses),
             extra.get("outcomes"), extra.get("duplicates"), exact_map,
-            _uniform(spec, slots), call.stream or "default"))
+            _uniform(spec, slots), call.stream or "default")
+        infos.append(info)
+        ops.append(OpRecord._trusted(name, label, tuple(accesses), _EMPTY, info=info))
         refs_all.append(refs)
     return Built(ops, infos, refs_all, index)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import time
 
 from ..findings import SCHEMA_VERSION, SEVERITIES, classify, finding_json, flows, text
-from ..findings.classify import _grid, _shared_bytes
 from ..findings.model import Finding
 from .memory import no_gc
 from .names import Namer
@@ -56,48 +55,6 @@ def reuse(trace) -> list[Finding]:
     return out
 
 
-def races(trace) -> list[Finding]:
-    """Conflicting op pairs that the ``trace.stream(...)`` regions leave unordered.
-
-    Ops outside every region are on stream ``"default"``; a region's ops follow everything
-    the default stream issued before the region and precede everything it issues after.
-    Every conflicting pair is checked (``af.find_races``), across memory reuse too.
-    """
-    from ...analysis.races import find_races
-    built, namer = _state(trace)
-    live = [(op, info) for op, info in zip(built.ops, built.infos)
-            if not info.failed and op.accesses]
-    if not trace._regions or not live:
-        return []
-    ops = [op for op, _ in live]
-    streams = {op.name: info.stream for op, info in live}
-    default = [(op, info) for op, info in live if info.stream == "default"]
-    edges = []
-    for name, first, end in trace._regions:
-        inside = [op for op, info in live if first <= info.index < end and info.stream == name]
-        if not inside:
-            continue
-        before = [op for op, info in default if info.index < first]
-        after = [op for op, info in default if info.index >= end]
-        if before:
-            edges.append((before[-1].name, inside[0].name))
-        if after:
-            edges.append((inside[-1].name, after[0].name))
-    infos = {op.name: info for op, info in live}
-    reuse_of = _reuse_of(trace)
-    out = []
-    for d in find_races(ops, streams=streams, edges=edges):
-        src, dst = infos[d.src], infos[d.dst]
-        a = next(s for s in src.slots if s.view is d.src_access)
-        b = next(s for s in dst.slots if s.view is d.dst_access)
-        addresses = _grid(b, _shared_bytes(b, a))
-        f = Finding("order", d.kind, [src, dst], int(addresses.size), [a, b],
-                    reuse=reuse_of(a, b), _addresses=addresses)
-        f.names = namer.finding_names(f)
-        out.append(f)
-    return out
-
-
 def to_json(trace, all: bool = False, elements: bool = False,  # noqa: A002
             timings: bool = False) -> dict:
     """Findings (most serious first), reuse, races, failed and untracked ops, as plain data:
@@ -114,7 +71,7 @@ def to_json(trace, all: bool = False, elements: bool = False,  # noqa: A002
         "storages": len(trace.storages),
         "counts": {s: sum(1 for f in found if f.severity == s) for s in SEVERITIES},
         "findings": [finding_json(f, f.names, elements) for f in found],
-        "races": [finding_json(f, f.names, elements) for f in races(trace)],
+        "races": [f.to_json(elements) for f in trace.races()],
         "failed": [{"op": i.name, "line": i.line, "error": i.error}
                    for i in built.infos if i.failed],
         "untracked": [{"op": i.name, "line": i.line, "why": i.untracked}

@@ -16,9 +16,9 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import sysconfig
 import warnings
 import weakref
-from contextlib import contextmanager
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -28,6 +28,7 @@ from . import datadep
 from .confirm import rerun
 from .memory import StorageGen, may_overlap_internally, same_layout as _same_layout
 from .schema import TENSOR, spec_of
+from .streams import StreamLog
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _AF_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
@@ -118,7 +119,6 @@ def _internal_file(filename: str) -> bool:
             or filename.startswith(_STDLIB))
 
 
-import sysconfig  # noqa: E402
 _STDLIB = tuple(p + os.sep for p in {sysconfig.get_paths()["stdlib"],
                                      sysconfig.get_paths()["platstdlib"]})
 
@@ -149,8 +149,7 @@ class Trace:
         self._specs: dict = {}
         self._user: dict = {}                 # code object -> is it the user's
         self._warned: set = set()
-        self._stream = None
-        self._regions: list[tuple[str, int, int | None]] = []   # (stream, first op, end op)
+        self._streams = StreamLog(self.calls)  # streams, events, synchronisation (streams.py)
         self._mode = None
         self._derived = None
         self.seq_at_start = None  # autograd's sequence number when tracing began
@@ -168,6 +167,7 @@ class Trace:
             self.names = self.names or ModuleNames()
             self.names.start()
         self.seq_at_start = _sequence_nr()
+        self._streams.start()
         self._mode = _Mode(self)
         self._mode.__enter__()
         self.running = True
@@ -179,6 +179,7 @@ class Trace:
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
         self.running = False
+        self._streams.stop()
         if self.names is not None:
             self.names.stop()
         if self.pause_gc and self._gc_was_enabled:
@@ -190,23 +191,31 @@ class Trace:
         self._derived = None
         return False
 
-    @contextmanager
+    # ---- streams (see streams.py) ---------------------------------------------------------
     def stream(self, name: str):
-        """Ops issued inside run on CPU stream ``name``: ordered after everything the default
-        stream issued before the region and before everything it issues after the region."""
-        if not isinstance(name, str) or not name or name == "default":
-            raise AliasflowError(f"stream name must be a non-empty string other than "
-                                 f"'default', got {name!r}")
-        if self._stream is not None:
-            raise AliasflowError(f"stream regions do not nest: already in {self._stream!r}")
-        self._stream = name
-        region = [name, len(self.calls), None]
-        try:
-            yield self
-        finally:
-            region[2] = len(self.calls)
-            self._regions.append(tuple(region))
-            self._stream = None
+        """The trace's CPU stream ``name`` (the same object for the same name). ``with s:``
+        issues the ops inside on it, as ``torch.cuda.stream`` does; like a CUDA stream it is
+        ordered with other streams only by events, ``wait_stream`` and host waits (a region's
+        end orders nothing)."""
+        return self._streams.stream(name)
+
+    @property
+    def default_stream(self):
+        """The stream of ops issued outside every ``with stream:`` region."""
+        self._streams.use()
+        return self._streams.default
+
+    @property
+    def current_stream(self):
+        return self._streams.current
+
+    def event(self):
+        """A new event (``e.record(stream)``, ``e.wait(stream)``, ``e.synchronize()``)."""
+        return self._streams.event()
+
+    def synchronize(self) -> None:
+        """The host waits for every stream (as ``torch.cuda.synchronize()``)."""
+        self._streams.add("sync")
 
     def _warn(self, key, reason):
         if key in self._warned:
@@ -231,7 +240,7 @@ class Trace:
             st._weak_ref()   # pins the StorageImpl object, not its bytes; freed with the trace
             self._weak.append(sid)
         gen = StorageGen(len(self.storages), ptr, nbytes, index if creating else None, sid,
-                         t.device.type)
+                         t.device.type, index)
         if not creating:
             # memory the allocator did not just hand out may be shared with live storages
             near = self._near(gen)
@@ -341,12 +350,14 @@ class Trace:
             f = f.f_back
         where = (code, f.f_lineno) if f is not None else None
         node = _current_node()
-        call = Call(index, spec, func, where, self._stream, _sequence_nr(),
+        streams = self._streams
+        call = Call(index, spec, func, where, streams.region, _sequence_nr(),
                     None if node is None else node._sequence_nr())
         calls.append(call)
         if spec is None:
             return self._untracked(call, func, args, kwargs, self._spec_error.get(func))
-        if spec.view_only:   # a view: no data touched, nothing to replay
+        # a view, or a stream command (record_stream): no data touched, nothing to replay
+        if spec.view_only or (streams.active and streams.issued(call, func, args, kwargs)):
             try:
                 out = func(*args, **kwargs)
             except Exception as exc:
@@ -674,9 +685,8 @@ class Trace:
         return self._build().ops
 
     def info(self, op):
-        """The tracer's facts about op record ``op`` (or its index)."""
-        built = self._build()
-        return built.infos[op if isinstance(op, int) else built.index[op.name]]
+        """The tracer's facts about op record ``op`` (or its index): ``op.info``."""
+        return self._build().infos[op] if isinstance(op, int) else op.info
 
     @property
     def raw(self):
@@ -697,8 +707,9 @@ class Trace:
         return reuse(self)
 
     def races(self):
-        """Conflicting op pairs the stream regions leave unordered."""
-        from .report import races
+        """Race findings: conflicting accesses the streams leave unordered (see
+        :mod:`.races`)."""
+        from .races import races
         return races(self)
 
     def replay(self, workers: int = 1):
@@ -711,8 +722,18 @@ class Trace:
         from .report import to_json
         return to_json(self, all=all, elements=elements, timings=timings)
 
+    def html_model(self, all: bool = False) -> dict:  # noqa: A002
+        """The data of the HTML report (``aliasflow.viz.report.write_html`` renders it)."""
+        from .report import html_model
+        return html_model(self, all)
+
     def __repr__(self) -> str:
         return f"Trace({len(self.calls)} aten calls, {len(self.storages)} storages)"
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a trace as a table of its findings."""
+        from ...reporting.html import trace_html
+        return trace_html(self)
 
 
 def _plain(x) -> bool:

@@ -1,0 +1,4 @@
+"""``python -m aliasflow``: the command line."""
+from .cli import main
+
+main()

@@ -1,0 +1,90 @@
+"""``aliasflow trace [-m] TARGET [ARGS...]``: run a program under the PyTorch tracer and
+report its findings."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..core.errors import AliasflowError
+from ..interop.script import check_target, run_target
+from ..interop.tracers import TracerUnavailable, torch_tracer
+from ..reporting import Report
+from ..reporting.traces import trace_report
+from .app import (EXIT_CLEAN, EXIT_ERROR, FORMAT, IGNORE, JSON, SELECT, TIMINGS, VERBOSE,
+                  Format, app, cli_errors, emit, error_line, fail_on_option, settings)
+
+@app.command("trace", short_help="Run a Python program under the PyTorch tracer.",
+             context_settings={"allow_interspersed_args": False,
+                                        "ignore_unknown_options": True})
+def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
+                                           help="Python script to run (a module with -m)."),
+              args: Optional[list[str]] = typer.Argument(None, metavar="ARGS",
+                                                         help="The program's own arguments."),
+              module: bool = typer.Option(False, "-m", help="SCRIPT is a module, run as "
+                                                            "python -m runs it."),
+              fmt: Optional[Format] = FORMAT, as_json: bool = JSON,
+              html: Optional[Path] = typer.Option(None, "--html",
+                                                  help="Write a self-contained HTML report."),
+              select: Optional[list[str]] = SELECT, ignore: Optional[list[str]] = IGNORE,
+              fail_on: Optional[str] = fail_on_option("hazard"),
+              reuse: bool = typer.Option(False, "--reuse",
+                                         help="Also list conflicts across memory reuse."),
+              all_: bool = typer.Option(False, "--all",
+                                        help="Also list order facts: implicit flows between "
+                                             "ops through different views."),
+              timings: bool = TIMINGS, verbose: bool = VERBOSE) -> None:
+    """Run SCRIPT under the PyTorch tracer, as python does, and report the findings, most
+    serious first. Options go before SCRIPT; what follows it is the program's argv. Exit
+    code: the program's when it fails, else 1 for findings at or above --fail-on, else 0."""
+    with cli_errors():
+        fmt_name, policy = settings(fmt, as_json, select, ignore, fail_on)
+        check_target(target, module)
+        if html is not None:
+            # where the user meant: the program may change directory while it runs
+            html = html.absolute()
+            if not html.parent.is_dir():
+                raise AliasflowError(f"--html {html}: directory {html.parent} does not exist")
+        try:
+            trace = torch_tracer()
+        except TracerUnavailable as exc:
+            error_line(str(exc))
+            raise typer.Exit(EXIT_ERROR)
+        t = trace()
+        start = time.perf_counter()
+        status = run_target(target, list(args or []), t, module=module,
+                            stdout_to_stderr=fmt_name != "text")
+        ran = time.perf_counter() - start
+        report = trace_report(t, policy, reuse, status=status, all=all_)
+        if timings:
+            report.timings = {"run": ran, "findings": time.perf_counter() - start - ran}
+        text = None
+        if fmt_name == "text":
+            text = lambda console: _text(console, t, report, reuse)  # noqa: E731
+        code = emit(report, fmt_name, text)
+        if html is not None:
+            from ..viz.report import write_html
+            write_html(t, html, all=all_)
+            if fmt_name == "text":
+                error_line(f"report written to {html}", "note")
+        raise typer.Exit(status if status != EXIT_CLEAN else code)
+
+
+def _text(console, t, report: Report, reuse: bool) -> None:
+    data = report.data
+    console.print(f"{data['aten_calls']} aten calls, {data['storages']} storages",
+                  soft_wrap=True)
+    for line in report.text_lines():
+        console.print(line, soft_wrap=True)
+    for op in data["failed"]:
+        console.print(f"failed: {op['op']} at {op['line']}: {op['error']}", soft_wrap=True)
+    for op in data["untracked"]:
+        console.print(f"not recorded (its tensors are not plain strided memory): "
+                      f"{op['op']} at {op['line']}: {op['why']}", soft_wrap=True)
+    if reuse:
+        for f in t.reuse():
+            console.print(f"memory reuse: {f.describe()} at {' -> '.join(f.lines)}",
+                          soft_wrap=True)
+    console.print(report.summary(), soft_wrap=True)

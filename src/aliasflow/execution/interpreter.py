@@ -1,0 +1,204 @@
+"""The interpreter over op records: check once per kind of op, then run prepared kernels.
+
+Before any op runs, every record is checked (:func:`aliasflow.core.interpret.check`), once
+per *signature*: the kind, the parameters and the views' layouts up to their offsets (shape,
+stride, dtype, tensor) — a trace repeats a few signatures many times. The first record
+refused, in program order, stops the run before anything is written (:class:`OpRefused`).
+
+Then each record gets a *step*: a function of no arguments that runs it on NumPy arrays
+made once, over its views, with the kernel bound to its parameters once per distinct
+parameters (:meth:`Primitive.prepare`, when the kind has one). A step writes every output
+only after its kernel has read all inputs (copy semantics), exactly as
+:func:`aliasflow.core.interpret.execute`; values the op returns go into the run's
+:class:`~aliasflow.Results`. The runners (:mod:`.runner`) call the steps in program order
+or in any order the dependency graph allows.
+"""
+from __future__ import annotations
+
+import struct
+from operator import attrgetter
+
+import numpy as np
+
+from ..core import interpret
+from ..core.errors import AliasflowError, ExecutionError
+from ..core.record import Value
+
+_VIEW_KEY = attrgetter("shape", "stride", "dtype")
+_MISSING = object()
+_FLOATS = frozenset({float, np.float16, np.float32, np.float64})
+_float_bits = struct.Struct("<d").pack
+_PLAIN = frozenset({int, float, str, bool, type(None), np.float16, np.float32, np.float64,
+                    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                    np.uint64})
+
+
+class OpRefused(AliasflowError, ExecutionError):
+    """An op that cannot run, found before any op ran (both a bad-input error and an
+    execution error: ``op_name`` names the first refused op in program order)."""
+
+    def __init__(self, op_name: str, message: str):
+        Exception.__init__(self, f"{message} (found before running: no op has run)")
+        self.op_name = op_name
+
+
+def params_key(params) -> tuple | None:
+    """A hashable stand-in for ``params``: plain values by value and type (``1``, ``1.0`` and
+    ``True`` differ), anything else by identity (a user's object may answer anything to
+    ``==``; every record, so every object, is alive while it is used). None when a value is a
+    container whose identity would not say what it holds."""
+    key = []
+    for name, value in params.items():
+        t = type(value)
+        if t in _PLAIN:
+            # -0.0 == 0.0 (and NaN != NaN), but a kernel writes one or the other: by bits
+            key.append((name, t, (_float_bits(value) if t is float else value.tobytes())
+                        if t in _FLOATS else value))
+        elif isinstance(value, (list, dict, set, np.ndarray)):
+            return None
+        else:
+            key.append((name, t, id(value)))
+    return tuple(key)
+
+
+def signature(rec, keys: dict | None = None) -> tuple | None:
+    """Everything the checks read of ``rec`` (its kind, parameters, and each access's mode
+    and the view's shape, stride, dtype and tensor), or None when it must be checked alone.
+    Two records with equal signatures pass or fail the checks alike. ``keys`` memoises
+    :func:`params_key` by parameters object (records share them: see ``shared_params``)."""
+    if keys is None:
+        pk = params_key(rec.params)
+    else:
+        got = keys.get(id(rec.params), _MISSING)
+        pk = got if got is not _MISSING else keys.setdefault(id(rec.params),
+                                                             params_key(rec.params))
+    if pk is None:
+        return None
+    return (rec.prim, pk, tuple([(a.mode, id(a.view.tensor), *_VIEW_KEY(a.view))
+                                 for a in rec.accesses]))
+
+
+def check_all(records) -> tuple[list, bytes]:
+    """Check every record; refuse the first (in program order) that cannot run. Returns each
+    record's primitive and, for the parallel runner, one byte per record: 1 for a light op
+    (:func:`aliasflow.execution.ready.is_light`), else 0."""
+    from .ready import is_light  # ready imports the core only
+
+    prims: list = [None] * len(records)
+    light = bytearray(len(records))
+    checked: dict = {}
+    keys: dict = {}  # params_key by id(params): the records are alive, so ids are theirs
+    for k, rec in enumerate(records):
+        try:
+            key = signature(rec, keys)
+        except Exception:  # noqa: BLE001 - a record the checks below report better
+            key = None
+        hit = checked.get(key) if key is not None else None
+        if hit is None:
+            try:
+                prim = interpret.check(rec)
+            except (AliasflowError, ExecutionError) as exc:
+                text = str(exc)
+                if isinstance(exc, ExecutionError):  # the kernel refused the dtypes
+                    text = f"op {rec.name!r}: " + text.removeprefix(f"op {rec.name!r} failed: ")
+                raise OpRefused(rec.name, text) from None
+            hit = (prim, is_light(rec, prim))
+            if key is not None:
+                checked[key] = hit
+        prims[k], light[k] = hit
+    return prims, bytes(light)
+
+
+class _Arrays:
+    """NumPy arrays over views, made once per view object in a run. A one-dimensional view
+    of its tensor's dtype with a positive stride is a basic slice of the tensor's flat array
+    (the same memory, strides and flags as ``view.numpy()`` gives, at a fraction of the
+    cost); any other view is made by the view itself."""
+
+    __slots__ = ("made", "flats")
+
+    def __init__(self):
+        self.made: dict = {}
+        self.flats: dict = {}
+
+    def __call__(self, view, writable: bool) -> np.ndarray:
+        key = id(view) if writable else ~id(view)
+        arr = self.made.get(key)
+        if arr is None:
+            arr = self.made[key] = self._make(view, writable)
+        return arr
+
+    def _make(self, view, writable: bool) -> np.ndarray:
+        t = view.tensor
+        shape = view.shape
+        if len(shape) == 1 and shape[0] and view.stride[0] > 0 and view.dtype is t.dtype:
+            flat = self.flats.get(id(t))
+            if flat is None:
+                storage = t.storage
+                buf = storage._bytes if storage._bytes is not None else storage.bytes
+                flat = self.flats[id(t)] = buf[:buf.nbytes // t.dtype.itemsize *
+                                               t.dtype.itemsize].view(t.dtype)
+            o, s = view.offset, view.stride[0]
+            return flat[o:o + (shape[0] - 1) * s + 1:s]
+        return view._ndarray() if writable else view.numpy()
+
+
+class Steps:
+    """The steps of a run: ``steps(k)`` runs record ``k`` (see the module docstring); its
+    values go into ``results``. Each record's step is a tuple made once: its kernel bound to
+    its parameters, its input and output arrays, the output views (for messages)."""
+
+    __slots__ = ("records", "items", "results")
+
+    def __init__(self, records, prims, results: dict):
+        self.records = records
+        self.results = results
+        array = _Arrays()
+        bound: dict = {}  # id(params) -> the kernel bound to them (records keep params alive)
+        items = []
+        for rec, prim in zip(records, prims):
+            ins = [array(v, False) for v in rec.input_views]
+            outs = [array(v, True) for v in rec.output_views]
+            if prim.prepare is None or prim.outputs != "all":
+                fn = None  # the reference way, every check made per call
+            else:
+                key = (prim.name, id(rec.params))
+                fn = bound.get(key)
+                if fn is None:
+                    fn = bound[key] = prim.prepare(rec.params)
+            items.append((rec, prim, fn, ins, outs,
+                          prim.into if len(outs) == 1 and fn is not None else None))
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __call__(self, k: int) -> None:
+        rec, prim, fn, ins, outs, into = self.items[k]
+        if fn is None:
+            values = interpret.compute(rec, prim, ins, outs)
+            for j, value in enumerate(values[:rec.n_values]):
+                self.results[Value(rec.name, j)] = value
+            return
+        try:
+            if into is not None and into(rec.params, ins, outs[0]):
+                return
+            value = np.asarray(fn(ins))
+        except (AliasflowError, ExecutionError):
+            raise
+        except Exception as exc:
+            raise ExecutionError(rec.name, f"kernel {interpret.kernel_label(rec, prim)!r} "
+                                           f"raised {type(exc).__name__}: {exc}") from exc
+        if not outs:
+            self.results[Value(rec.name, 0)] = value.copy() \
+                if interpret._may_share(value, ins) else value
+            return
+        if len(outs) > 1 and interpret._may_share(value, outs):
+            value = value.copy()  # a result aliasing an output would change as it is written
+        for arr, view in zip(outs, rec.output_views):  # all checked before any is written
+            if value.ndim and value.shape != arr.shape:
+                interpret.fits_shape(rec.name, value.shape, view)
+            if value.dtype != arr.dtype and not prim.uniform:
+                interpret.fits_dtype(rec.name, value.dtype, view)
+        for arr in outs:
+            arr[...] = value
