@@ -26,6 +26,7 @@ from bisect import bisect_left, bisect_right
 import numpy as np
 
 from ...analysis.overlap import memory_meets, overlap
+from ...core.view import Tensor, TensorView
 from .model import RANK, Finding, slot_name
 
 EXAMPLES = 4
@@ -37,11 +38,37 @@ def _grid(slot, byte_addresses: np.ndarray) -> np.ndarray:
     return slot.start + np.unique((byte_addresses - slot.start) // k) * k
 
 
-def _shared_bytes(a, b) -> np.ndarray:
-    ov = overlap(a.view, b.view)
+_BYTE_VIEWS: dict = {}
+_U8 = np.dtype("uint8")
+
+
+def byte_view(v):
+    """The same memory as view ``v``, one byte per element: ``v``'s shape and byte strides
+    with the element's bytes as a last dim, over the bytes of ``v``'s storage (overlaps of
+    byte views count and list bytes)."""
+    if v.dtype == _U8 and v.tensor.dtype == _U8:
+        return v
+    got = _BYTE_VIEWS.get(v.key)
+    if got is None:
+        if len(_BYTE_VIEWS) > 1 << 16:
+            _BYTE_VIEWS.clear()
+        t = v.tensor if v.tensor.dtype == _U8 else Tensor.on(v.tensor.storage, "uint8")
+        got = _BYTE_VIEWS[v.key] = TensorView._make(
+            lambda: v.name, t, v.byte_offset, v.shape + (v.dtype.itemsize,),
+            v.byte_strides + (1,), _U8)
+    return got
+
+
+def shared_bytes(va, vb) -> np.ndarray:
+    """Absolute addresses of the bytes two views both touch, sorted."""
+    ov = overlap(byte_view(va), byte_view(vb))
     if not ov:
         return np.zeros(0, np.int64)
-    return ov.elements().astype(np.int64) + a.view.tensor.storage.address
+    return ov.elements().astype(np.int64) + va.tensor.storage.address
+
+
+def _shared_bytes(a, b) -> np.ndarray:
+    return shared_bytes(a.view, b.view)
 
 
 def _restrict(addresses, slot, exact):
@@ -144,15 +171,21 @@ def _duplicates(info) -> list[Finding]:
 
 
 def _distinct_bytes(view) -> int:
-    return view.size if not view.has_internal_overlap() else \
+    return view.size * view.dtype.itemsize if not view.has_internal_overlap() else \
         int(np.unique(view.footprint()).size)
 
 
 def _inside(w, r) -> bool:
     """Are all the bytes ``w`` touches inside ``r``'s footprint?"""
-    ov = overlap(w.view, r.view)
-    shared = ov.count if ov._in_elements() else len(ov.elements())
-    return shared >= _distinct_bytes(w.view)
+    if w.view == r.view:
+        return True
+    bw, br = byte_view(w.view), byte_view(r.view)
+    base_w, base_r = bw.tensor.storage.address, br.tensor.storage.address
+    if br.is_dense and bw.extent is not None and br.extent is not None:
+        return (br.extent[0] + base_r <= bw.extent[0] + base_w and
+                bw.extent[1] + base_w <= br.extent[1] + base_r)
+    ov = overlap(bw, br)
+    return ov.count >= _distinct_bytes(w.view)
 
 
 def _stale(infos) -> list[Finding]:

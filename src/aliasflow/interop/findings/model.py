@@ -75,28 +75,47 @@ class Outcome:
 class Slot:
     """One tensor argument as the op saw it (the ``slot`` of its record's accesses).
 
-    ``mode``: "R", "W", "RW" or None (its data is not touched); ``view``: the byte view at
-    its real address (None without memory: meta or fake tensors, empty views); ``dtype``,
-    ``itemsize``, ``shape``, ``strides`` (in elements), ``start`` (address of element 0):
-    the view as the user sees it; ``storage``: an id of the memory's lifetime (two slots with
-    different ids over one address are different lifetimes); ``memory``: an id shared by the
-    lifetimes that alias while alive (two wrappers of one buffer); ``name``: how the user knows it
-    (None if the producer cannot tell); ``born``: index of the op that made this view object
-    (-1: before the trace; None: not needed); ``fresh``: this op allocated the memory.
+    ``mode``: "R", "W", "RW" or None (its data is not touched); ``view``: an aliasflow
+    :class:`~aliasflow.TensorView` of its elements at their real address (offset and strides
+    in bytes of the memory, the element dtype; None without memory, as meta or fake tensors,
+    or without elements); ``dtype``: the element type's name as the framework spells it
+    (``bfloat16``); ``storage``: an id of the memory's lifetime (two slots with different ids
+    over one address are different lifetimes); ``memory``: an id shared by the lifetimes
+    that alias while alive (two wrappers of one buffer); ``name``: how the user knows it
+    (None if the producer cannot tell); ``born``: index of the op that made this view
+    object (-1: before the trace; None: not needed); ``fresh``: this op allocated the memory.
+    ``shape``, ``strides`` (in elements), ``itemsize`` and ``start`` (address of element 0)
+    read the view.
     """
     label: str
     mode: str | None
     view: object
     dtype: str
-    itemsize: int
-    shape: tuple
-    strides: tuple
-    start: int
     storage: int | None
     memory: int | None = None
     name: str | None = None
     born: int | None = None
     fresh: bool = False
+
+    @property
+    def itemsize(self) -> int:
+        return self.view.dtype.itemsize if self.view is not None else 0
+
+    @property
+    def shape(self) -> tuple:
+        return self.view.shape if self.view is not None else ()
+
+    @property
+    def strides(self) -> tuple:
+        if self.view is None:
+            return ()
+        k = self.view.dtype.itemsize
+        return tuple(s // k for s in self.view.stride)
+
+    @property
+    def start(self) -> int:
+        return self.view.tensor.storage.address + self.view.offset if self.view is not None \
+            else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +241,10 @@ def slot_name(s: Slot) -> str:
 
 
 def storage_form(s: Slot) -> str:
+    """``s18[int64 (2, 14) stride (15, 1) offset 1]``: the memory's id, dtype, shape,
+    strides and offset in elements."""
     where = f"s{s.storage}" if s.storage is not None else "no memory"
-    base = s.view.storage.address if s.view is not None else s.start
-    offset = (s.start - base) // s.itemsize if s.itemsize else 0
-    return (f"{where}[{s.dtype} {tuple(s.shape)} stride {tuple(s.strides)} offset {offset}]")
+    if s.view is None:
+        return f"{where}[{s.dtype}]"
+    offset = s.view.offset // s.itemsize
+    return f"{where}[{s.dtype} {tuple(s.shape)} stride {s.strides} offset {offset}]"

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...analysis.overlap import check_memory_overlap, overlap
 from ...core.record import _EMPTY, OpRecord
-from .classify import _grid
+from .classify import _grid, shared_bytes
 from .model import Finding
 
 
@@ -95,10 +95,7 @@ def _bytes(view) -> np.ndarray:
 
 
 def _shared(va, vb) -> np.ndarray:
-    ov = overlap(va, vb)
-    if not ov:
-        return np.zeros(0, np.int64)
-    return ov.elements().astype(np.int64) + va.tensor.storage.address
+    return shared_bytes(va, vb)
 
 
 def flows(ops, infos, reuse_of, want_reuse: bool = False):

@@ -100,6 +100,14 @@ def written_elements(spec, b: dict, target: torch.Tensor, starts: np.ndarray):
     return kind[0], np.unique(starts[counts > 0])
 
 
+def starts(ptr: int, shape, stride, itemsize: int) -> np.ndarray:
+    """Start address of every element index of a tensor (index order, with repeats)."""
+    addr = np.full((), ptr, dtype=np.int64)
+    for n, s in zip(shape, stride):
+        addr = np.add.outer(addr, np.arange(n, dtype=np.int64) * (s * itemsize))
+    return addr.reshape(-1)
+
+
 def runs(addresses: np.ndarray, itemsize: int):
     """Runs of consecutive elements: ``[(first address, length)]``."""
     if addresses.size == 0:

@@ -82,22 +82,42 @@ class StorageGen:
         return f"StorageGen({self.name}, 0x{self.address:x}+{self.nbytes}, {made})"
 
 
+_NUMPY: dict = {}
+
+
+def numpy_dtype(dtype) -> np.dtype:
+    """The NumPy dtype a view of torch ``dtype`` elements carries: the same type where NumPy
+    has it, else an unsigned integer of the same size (``bfloat16`` -> ``uint16``); the torch
+    dtype itself stays with the tracer."""
+    got = _NUMPY.get(dtype)
+    if got is None:
+        name = str(dtype).replace("torch.", "")
+        try:
+            got = np.dtype(name)
+            if got.itemsize != dtype.itemsize:
+                raise TypeError(name)
+        except TypeError:
+            got = np.dtype(f"u{dtype.itemsize}") if dtype.itemsize in (1, 2, 4, 8) else \
+                np.dtype(f"V{dtype.itemsize}")
+        _NUMPY[dtype] = got
+    return got
+
+
 class Ref:
-    """A tensor as the trace saw it: storage generation, element offset, sizes, strides,
-    dtype (and the conj/neg bits, which replay restores). Holds no torch memory.
-    ``gen`` is None for a tensor without memory (meta, fake)."""
+    """A tensor as the trace saw it: its storage generation ``gen`` and ``view``, an
+    aliasflow :class:`~aliasflow.TensorView` of its elements over the generation's bytes (the
+    offset and strides in bytes, the dtype :func:`numpy_dtype` of ``dtype``), plus what a
+    view does not say: the torch ``dtype``, the conj/neg bits (replay restores them), the
+    argument it is a piece of (``parent``), and when its tensor object was made (``born``).
+    Holds no torch memory. A tensor without memory (meta, fake) has ``gen`` None and a view
+    over a virtual range no memory occupies."""
 
-    __slots__ = ("gen", "offset", "sizes", "strides", "dtype", "itemsize", "conj", "neg",
-                 "parent", "born", "_key")
+    __slots__ = ("gen", "view", "dtype", "conj", "neg", "parent", "born", "_key")
 
-    def __init__(self, gen, offset, sizes, strides, dtype, itemsize, conj=False, neg=False,
-                 parent=None, born=-1):
+    def __init__(self, gen, view, dtype, conj=False, neg=False, parent=None, born=-1):
         self.gen = gen
-        self.offset = offset
-        self.sizes = tuple(sizes)
-        self.strides = tuple(strides)
+        self.view = view
         self.dtype = dtype
-        self.itemsize = itemsize
         self.conj = conj
         self.neg = neg
         self.parent = parent   # the argument's view, when this is a piece of what it wrote
@@ -105,13 +125,32 @@ class Ref:
         self._key = None
 
     @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def sizes(self) -> tuple:
+        return self.view.shape
+
+    @property
+    def strides(self) -> tuple:
+        """In elements."""
+        k = self.itemsize
+        return tuple(s // k for s in self.view.stride)
+
+    @property
+    def offset(self) -> int:
+        """In elements, from the start of the storage."""
+        return self.view.offset // self.itemsize
+
+    @property
     def start(self) -> int:
         """Address of element ``(0, ..., 0)``."""
-        return self.gen.address + self.offset * self.itemsize
+        return self.view.tensor.storage.address + self.view.offset
 
     @property
     def numel(self) -> int:
-        return prod(self.sizes)
+        return prod(self.view.shape)
 
     def byte_layout(self):
         """``(start address, shape, stride)`` in bytes, canonical: size-1 dims dropped and
@@ -122,7 +161,7 @@ class Ref:
             if 0 in self.sizes or self.gen is None:
                 self._key = (0, (0,), (1,))
                 return self._key
-            dims = [(n, s * k) for n, s in zip(self.sizes, self.strides) if n != 1]
+            dims = [(n, s) for n, s in zip(self.view.shape, self.view.stride) if n != 1]
             dims.append((k, 1))
             merged = [dims[0]]
             for n, s in dims[1:]:
@@ -146,25 +185,11 @@ class Ref:
     def describe(self) -> str:
         dt = str(self.dtype).replace("torch.", "")
         where = self.gen.name if self.gen is not None else "no memory"
-        return (f"{where}[{dt} {tuple(self.sizes)} stride {tuple(self.strides)} "
+        return (f"{where}[{dt} {tuple(self.sizes)} stride {self.strides} "
                 f"offset {self.offset}]")
 
     def __repr__(self) -> str:
         return f"Ref({self.describe()})"
-
-
-def element_starts(ref: Ref) -> np.ndarray:
-    """Start address of every element index of ``ref`` (with repeats), by brute force."""
-    addr = np.full((), ref.start, dtype=np.int64)
-    for n, s in zip(ref.sizes, ref.strides):
-        addr = np.add.outer(addr, np.arange(n, dtype=np.int64) * (s * ref.itemsize))
-    return addr.reshape(-1)
-
-
-def byte_footprint(ref: Ref) -> np.ndarray:
-    """Sorted distinct byte addresses ``ref`` touches, by brute force."""
-    starts = element_starts(ref)
-    return np.unique(np.add.outer(starts, np.arange(ref.itemsize, dtype=np.int64)))
 
 
 def canonical(shape, strides) -> tuple:

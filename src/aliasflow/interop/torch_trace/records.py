@@ -1,12 +1,13 @@
-"""Op records of a trace: ``af.OpRecord`` s over byte views at real addresses, plus the
-tracer's facts about each (:class:`~aliasflow.interop.findings.OpInfo`).
+"""Op records of a trace: ``af.OpRecord`` s over views at real addresses, each carrying the
+tracer's facts about it as ``info`` (:class:`~aliasflow.interop.findings.OpInfo`).
 
 Memory model: every storage generation is one analysis-only byte tensor over its real address
-range (``af.Tensor.on(af.Storage(address, nbytes), "uint8")``), and each access is a byte view
-on it (offset and strides in bytes, the element's bytes as the last dim). Storages alias by
-address, so two torch storages over one buffer, a reinterpreting ``.view(dtype)``, a new
+range (``af.Tensor.on(af.Storage(address, nbytes), "uint8")``), and each tensor argument is a
+view of its elements on it (offset and strides in bytes, the element dtype). Storages alias
+by address, so two torch storages over one buffer, a reinterpreting ``.view(dtype)``, a new
 storage at a freed storage's address, and a NumPy array over the same memory all meet,
-exactly; footprints, overlap counts and ``value_flow`` elements of these views are in bytes.
+exactly; the analyses count in the largest unit every view of a memory agrees on (elements
+when one dtype is used, bytes when a reinterpreting view is).
 
 :func:`build_ops` is the one place that knows how a record is made.
 """
@@ -20,7 +21,7 @@ from ...core.view import Tensor, TensorView
 from ..findings.model import Frame, OpInfo, Slot
 from ..findings.source import line_text, relative
 from . import datadep
-from .memory import Ref, no_gc, same_layout
+from .memory import Ref, no_gc, numpy_dtype, same_layout
 
 _ITEMSIZE: dict = {}
 
@@ -50,36 +51,46 @@ def _label(spec, pos: int, k: int) -> str:
 
 
 class _Views:
-    """Byte views of refs, one byte tensor per storage generation."""
+    """Element views at real addresses: one byte tensor per storage generation (a virtual
+    one for a tensor without memory), each tensor's elements a view of it."""
 
     def __init__(self):
         self.tensors: dict = {}
         self.cache: dict = {}
+        self.virtual = 0
 
     def tensor(self, gen):
         t = self.tensors.get(gen.id)
         if t is None:
             storage = Storage(gen.address, gen.nbytes, name=gen.name)
-            t = self.tensors[gen.id] = Tensor.on(storage, "uint8", name=f"{gen.name}")
+            t = self.tensors[gen.id] = Tensor.on(storage, "uint8", name=gen.name)
         return t
 
-    def view(self, ref: Ref):
-        if ref.gen is None or ref.gen.nbytes == 0:
-            return None
-        start, shape, stride = ref.byte_layout()
-        if shape == (0,):
-            return None
-        key = (ref.gen.id, start, shape, stride)
-        v = self.cache.get(key)
-        if v is None:
-            v = self.cache[key] = TensorView._named_later(
-                ref.describe, self.tensor(ref.gen), start - ref.gen.address, shape, stride)
-        return v
+    def ref(self, gen, ptr, shape, stride, dtype, bits=0, born=-1, parent=None) -> Ref:
+        k = itemsize(dtype)
+        shape = tuple(shape)
+        bstride = tuple(s * k for s in stride)
+        if gen is None or 0 in shape:
+            reach = sum((n - 1) * s for n, s in zip(shape, bstride) if n) + k
+            self.virtual += 1
+            base = Tensor.virtual(f"no memory {self.virtual}", (max(reach, 1),), "uint8")
+            view = TensorView._make(f"no memory {self.virtual}", base, 0, shape, bstride,
+                                    numpy_dtype(dtype))
+            return Ref(gen, view, dtype, bool(bits & 2), bool(bits & 1), parent, born)
+        offset = ptr - gen.address
+        npd = numpy_dtype(dtype)
+        key = (gen.id, offset, shape, bstride, npd)
+        view = self.cache.get(key)
+        ref = Ref(gen, view, dtype, bool(bits & 2), bool(bits & 1), parent, born)
+        if view is None:
+            view = self.cache[key] = TensorView._make(ref.describe, self.tensor(gen), offset,
+                                                      shape, bstride, npd)
+            ref.view = view
+        return ref
 
     def piece(self, ref: Ref, address: int, n: int):
-        piece = Ref(ref.gen, (address - ref.gen.address) // ref.itemsize, (n,), (1,),
-                    ref.dtype, ref.itemsize, parent=ref)
-        return self.view(piece)
+        """The view of ``n`` consecutive elements of ``ref``'s dtype from ``address``."""
+        return self.ref(ref.gen, address, (n,), (1,), ref.dtype, parent=ref).view
 
 
 def _frames(trace):
@@ -143,16 +154,14 @@ def _build(trace) -> Built:
         exact = extra.get("exact")
         for k, acc in enumerate(call.accesses):
             mode, pos, j, gen, ptr, shape, stride, dtype, born, bits = acc
-            size = itemsize(dtype)
-            offset = (ptr - gen.address) // size if gen is not None else 0
-            ref = Ref(gen, offset, shape, stride, dtype, size, bool(bits & 2), bool(bits & 1),
-                      born=born)
+            ref = views.ref(gen, ptr, shape, stride, dtype, bits, born)
             refs.append(ref)
             if exact is not None and exact[0] == k:
                 mode = "RW" if exact[1] else "W"
-            slots.append(Slot(_label(spec, pos, j), mode, views.view(ref),
-                              str(dtype).replace("torch.", ""), size, tuple(shape),
-                              tuple(stride), ptr, gen.id if gen is not None else None,
+            slots.append(Slot(_label(spec, pos, j), mode,
+                              ref.view if gen is not None and ref.numel else None,
+                              str(dtype).replace("torch.", ""),
+                              gen.id if gen is not None else None,
                               gen.group if gen is not None else None, None,
                               born if born >= -1 else None,
                               gen is not None and gen.creator == call.index))

@@ -492,10 +492,9 @@ class Trace:
         acc = accesses[k]
         if acc[3] is None or not isinstance(target, _Tensor):
             return
-        from .memory import Ref, element_starts
-        ref = Ref(acc[3], (acc[4] - acc[3].address) // target.element_size(), acc[5], acc[6],
-                  acc[7], target.element_size())
-        got = datadep.written_elements(spec, b, target, element_starts(ref))
+        got = datadep.written_elements(spec, b, target,
+                                       datadep.starts(acc[4], acc[5], acc[6],
+                                                      target.element_size()))
         if got is None:
             return
         extra = call.extra = call.extra or {}
