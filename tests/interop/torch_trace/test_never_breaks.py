@@ -165,3 +165,17 @@ def test_cli_keeps_the_scripts_output_and_exit_code(tmp_path):
                                 timeout=300)
         assert traced.returncode == plain.returncode == code
         assert traced.stdout.startswith(plain.stdout)
+
+
+def test_calls_on_other_threads_do_not_vanish_without_a_word():
+    import threading
+    out = []
+    with pytest.warns(AliasflowTraceWarning, match="1 thread"):
+        with af.trace() as tr:
+            worker = threading.Thread(target=lambda: out.append(torch.ones(3) * 2))
+            worker.start()
+            worker.join()
+            y = torch.ones(2) + 1
+    assert out[0].tolist() == [2.0, 2.0, 2.0] and y.tolist() == [2.0, 2.0]
+    assert tr.threads_started == 1 and tr.to_json()["threads_started"] == 1
+    assert threading.Thread.start is tracer._THREAD_START     # restored

@@ -76,6 +76,7 @@ def to_json(trace, all: bool = False, elements: bool = False,  # noqa: A002
                    for i in built.infos if i.failed],
         "untracked": [{"op": i.name, "line": i.line, "why": i.untracked}
                       for i in built.infos if i.untracked],
+        "threads_started": trace.threads_started,
     }
     if reused is not None:
         data["reuse"] = [finding_json(f, f.names, elements) for f in reused]

@@ -17,6 +17,7 @@ import gc
 import os
 import sys
 import sysconfig
+import threading
 import warnings
 import weakref
 
@@ -153,6 +154,7 @@ class Trace:
         self._mode = None
         self._derived = None
         self.seq_at_start = None  # autograd's sequence number when tracing began
+        self.threads_started = 0  # threads the program started while tracing (not traced)
         self._bits_seen = False   # a neg view of a real tensor was made: read every one's bits
         self._spec_error: dict = {}
         self.names = None
@@ -167,6 +169,7 @@ class Trace:
             self.names = self.names or ModuleNames()
             self.names.start()
         self.seq_at_start = _sequence_nr()
+        _watch_threads(self)
         self._streams.start()
         self._mode = _Mode(self)
         self._mode.__enter__()
@@ -179,6 +182,7 @@ class Trace:
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
         self.running = False
+        _unwatch_threads(self)
         self._streams.stop()
         if self.names is not None:
             self.names.stop()
@@ -188,6 +192,11 @@ class Trace:
             self._finish()
         except Exception as err:  # noqa: BLE001 - never turn the program's exit into ours
             self._warn("end of trace", _text(err))
+        if self.threads_started:
+            self._warn("calls on other threads",
+                       f"the program started {self.threads_started} thread(s) while tracing; "
+                       f"a dispatch mode sees only its own thread, so their aten calls are "
+                       f"not in the trace")
         self._derived = None
         return False
 
@@ -221,9 +230,10 @@ class Trace:
         if key in self._warned:
             return
         self._warned.add(key)
+        text = reason if key == "calls on other threads" else \
+            f"aliasflow could not record {key} ({reason}); it ran untraced"
         try:
-            warnings.warn(f"aliasflow could not record {key} ({reason}); it ran untraced",
-                          AliasflowTraceWarning, stacklevel=4)
+            warnings.warn(text, AliasflowTraceWarning, stacklevel=4)
         except Exception:  # noqa: BLE001 - warnings turned into errors: stay silent
             pass
 
@@ -733,6 +743,30 @@ class Trace:
         """Jupyter shows a trace as a table of its findings."""
         from ...reporting.html import trace_html
         return trace_html(self)
+
+
+_WATCHING: list = []      # traces running now, told about every thread started
+_THREAD_START = threading.Thread.start
+
+
+def _counting_start(self, *args, **kwargs):
+    for t in list(_WATCHING):
+        t.threads_started += 1
+    return _THREAD_START(self, *args, **kwargs)
+
+
+def _watch_threads(trace) -> None:
+    """Count the threads the program starts while ``trace`` runs (their calls are not seen:
+    a dispatch mode is per thread); starting a thread is otherwise unchanged."""
+    _WATCHING.append(trace)
+    threading.Thread.start = _counting_start
+
+
+def _unwatch_threads(trace) -> None:
+    if trace in _WATCHING:
+        _WATCHING.remove(trace)
+    if not _WATCHING:
+        threading.Thread.start = _THREAD_START
 
 
 def _plain(x) -> bool:
