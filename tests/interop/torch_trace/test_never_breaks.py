@@ -22,32 +22,41 @@ def program():
     return x, y.sum()
 
 
-@pytest.mark.parametrize("where", ["_before", "_after", "_suspect", "_capture", "_spec"])
+@pytest.mark.parametrize("where", ["_before", "_after", "_suspect", "_capture", "spec_of"])
 def test_a_failure_inside_the_tracer_leaves_the_program_alone(monkeypatch, where):
     expected = program()
-    original = getattr(tracer.Trace, where)
+    if where == "spec_of":   # the schema reader fails on add_ (specs are made once: forget them)
+        original = tracer.spec_of
+        monkeypatch.setattr(tracer, "_SPECS", {})
 
-    def broken(self, *args, **kwargs):
-        func = args[0] if where == "_spec" else None
-        call = args[0] if where in ("_after", "_suspect", "_before") else None
-        spec = getattr(call, "spec", None)
-        if where == "_spec" and "add_" in str(func) or spec is not None and \
-                spec.base == "add_" or where == "_capture" and args[1] == "RW":
-            raise ValueError("tracer bug")
-        return original(self, *args, **kwargs)
-    monkeypatch.setattr(tracer.Trace, where, broken)
+        def broken(func):
+            if "add_" in str(func):
+                raise ValueError("tracer bug")
+            return original(func)
+        monkeypatch.setattr(tracer, "spec_of", broken)
+    else:
+        original = getattr(tracer.Trace, where)
+
+        def broken(self, *args, **kwargs):
+            call = args[0] if where in ("_after", "_suspect", "_before") else None
+            spec = getattr(call, "spec", None)
+            if spec is not None and spec.base == "add_" or where == "_capture" and \
+                    args[1] == "W" and args[2] == -1:   # the fresh result of y = x * 2
+                raise ValueError("tracer bug")
+            return original(self, *args, **kwargs)
+        monkeypatch.setattr(tracer.Trace, where, broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with af.trace() as tr:
             got = program()
     assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
     ours = [w for w in caught if issubclass(w.category, AliasflowTraceWarning)]
-    adds = [c for c in tr.calls if c.spec is not None and c.spec.base == "add_" or
-            c.spec is None]
+    hit = "mul" if where == "_capture" else "add_"
+    adds = [c for c in tr.calls if c.spec is None or c.spec.base == hit]
     if where == "_suspect":
         assert not ours and not any(c.untracked for c in tr.calls)   # no confirmation, no loss
     else:
-        assert len(adds) == 2 and all(c.untracked for c in adds)
+        assert adds and all(c.untracked for c in adds)
         assert len(ours) == 1 and "tracer bug" in str(ours[0].message)   # once per overload
         with pytest.raises(af.AliasflowError, match="could not record"):
             tr.replay()

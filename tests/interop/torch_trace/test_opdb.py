@@ -58,9 +58,11 @@ def test_the_sweep_catches_a_missed_read_and_a_missed_write(monkeypatch):
                                      "accessed": tuple(a for a in args if a.mode)})
         return spec_of
     from aliasflow.interop.torch_trace import tracer
+    monkeypatch.setattr(tracer, "_SPECS", {})          # specs are made once per process
     monkeypatch.setattr(tracer, "spec_of", forgets("R", None, "add"))
     missed_read = opdb_sweep.sweep(ops=add, samples_per_op=3)
     assert any("NaN" in f for f in missed_read.failures)
+    monkeypatch.setattr(tracer, "_SPECS", {})
     monkeypatch.setattr(tracer, "spec_of", forgets("RW", "R", "add_"))
     missed_write = opdb_sweep.sweep(ops=add, samples_per_op=3)
     assert any("outside recorded writes" in f for f in missed_write.failures)

@@ -15,6 +15,7 @@ In order of preference, for an argument of an op a finding is about:
 from __future__ import annotations
 
 import ast
+import weakref
 
 import torch
 
@@ -35,54 +36,77 @@ ALIASES = {"mm": ("matmul", "mm", "__matmul__", "__rmatmul__"), "bmm": ("matmul"
 
 class ModuleNames:
     """Qualified names of the parameters, buffers, gradients and optimizer state of the
-    modules and optimizers a traced program uses, by storage and layout."""
+    modules and optimizers a traced program uses, by storage and layout.
+
+    While tracing, global hooks only note (weakly) each module called and each optimizer
+    stepped; the names are read from them when a finding needs one (parameters, buffers and
+    optimizer state live on; a gradient is named while it is the parameter's ``.grad``)."""
 
     def __init__(self):
-        self.entries: dict = {}   # StorageImpl address -> [(data ptr, shape, strides, name)]
+        self._modules: list = []       # weak references, in the order first called
+        self._optimizers: list = []
         self._seen: set = set()
         self._handles = []
+        self._entries = None
 
     def start(self):
         from torch.nn.modules.module import register_module_forward_pre_hook
-        from torch.optim.optimizer import (register_optimizer_step_post_hook,
-                                           register_optimizer_step_pre_hook)
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
         self._handles = [register_module_forward_pre_hook(self._module),
-                         register_optimizer_step_pre_hook(self._optimizer),
-                         register_optimizer_step_post_hook(self._optimizer)]
+                         register_optimizer_step_pre_hook(self._optimizer)]
 
     def stop(self):
         for h in self._handles:
             h.remove()
         self._handles = []
 
-    def _add(self, t, name: str):
-        try:
-            if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
-                return
-            key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()))
-            got = self.entries.setdefault(_storage_address(t), [])
-            if all(e[:3] != key for e in got):
-                got.append(key + (name,))
-        except Exception:  # noqa: BLE001 - naming is best effort, never the program's problem
-            pass
-
     def _module(self, module, args):
-        if id(module) in self._seen:
-            return None
-        self._seen.add(id(module))
-        try:
+        key = id(module)
+        if key not in self._seen:
+            self._seen.add(key)
+            try:
+                self._modules.append(weakref.ref(module))
+            except TypeError:
+                pass
+        return None
+
+    def _optimizer(self, optimizer, *rest):
+        key = id(optimizer)
+        if key not in self._seen:
+            self._seen.add(key)
+            try:
+                self._optimizers.append(weakref.ref(optimizer))
+            except TypeError:
+                pass
+        return None
+
+    @property
+    def entries(self) -> dict:
+        """StorageImpl address -> [(data pointer, shape, strides, name)], read once."""
+        if self._entries is None:
+            self._entries = {}
+            try:
+                self._learn()
+            except Exception:  # noqa: BLE001 - naming is best effort, never the program's
+                pass
+        return self._entries
+
+    def _learn(self):
+        # a module called first is the outermost: its names are the qualified ones
+        for ref in self._modules:
+            module = ref()
+            if module is None:
+                continue
             for name, p in module.named_parameters():
                 self._add(p, name)
                 if p.grad is not None:
                     self._add(p.grad, f"{name}.grad")
             for name, b in module.named_buffers():
                 self._add(b, name)
-        except Exception:  # noqa: BLE001
-            pass
-        return None
-
-    def _optimizer(self, optimizer, *rest):
-        try:
+        for ref in self._optimizers:
+            optimizer = ref()
+            if optimizer is None:
+                continue
             for g, group in enumerate(optimizer.param_groups):
                 for k, p in enumerate(group["params"]):
                     name = self.name_of(p) or f"param_groups[{g}][{k}]"
@@ -91,9 +115,17 @@ class ModuleNames:
                         self._add(p.grad, f"{name}.grad")
                     for key, v in optimizer.state.get(p, {}).items():
                         self._add(v, f"{name}:{key}")
+
+    def _add(self, t, name: str):
+        try:
+            if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+                return
+            key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+            got = self._entries.setdefault(_storage_address(t), [])
+            if all(e[:3] != key for e in got):
+                got.append(key + (name,))
         except Exception:  # noqa: BLE001
             pass
-        return None
 
     def name_of(self, t) -> str | None:
         try:

@@ -126,6 +126,7 @@ class OpSpec:
     resizing: bool       # may move an argument onto new memory
     writes: bool         # writes some argument's data in place
     switch: int | None = None   # position of the flag that turns unannotated writes on
+    tensors: tuple = ()  # (position, name, holds a list, mode) per tensor-holding argument
 
     @property
     def any_fresh(self) -> bool:
@@ -197,10 +198,12 @@ def spec_of(func) -> OpSpec:
     view_only = (bool(schema.returns) and not accessed and view_return
                  and not any(fresh) and not random and base not in DATA_DEPENDENT)
     switch = next((a.position for a in args if a.name == switch_name), None)
+    tensors = tuple((a.position, a.name, a.holds == TENSOR_LIST, a.mode) for a in args
+                    if a.holds != OTHER)
     return OpSpec(name, base, overload, tuple(args), accessed, returns, fresh, random,
                   takes_generator, base in UNINITIALIZED, base in DATA_DEPENDENT, view_only,
                   elementwise, foreach, base in RESIZING or any(a.is_out for a in args),
-                  any(a.mode in ("W", "RW") for a in args), switch)
+                  any(a.mode in ("W", "RW") for a in args), switch, tensors)
 
 
 def all_aten_overloads():

@@ -35,14 +35,17 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _AF_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _PAGE = 20   # generations are indexed by the 1 MiB pages they touch
 
+_getframe = sys._getframe
 _storage_address = torch._C._storage_address
 _sequence_nr = torch._C._autograd._get_sequence_nr
 _current_node = torch._C._current_autograd_node
 _expired = torch.UntypedStorage._expired
 _Tensor = torch.Tensor
 _BIT_VIEWS = frozenset({"_neg_view", "imag", "_conj", "conj", "view_as_real", "real"})
+_COMPLEX = frozenset({torch.complex32, torch.complex64, torch.complex128})
 _QUANTIZED = frozenset({torch.qint8, torch.quint8, torch.qint32, torch.quint4x2,
                         torch.quint2x4})
+_ODD_DTYPES = _QUANTIZED | _COMPLEX   # dtypes the hot path leaves to _capture
 
 
 class AliasflowTraceWarning(UserWarning):
@@ -62,8 +65,18 @@ def _text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".split("\n")[0]
 
 
-class Call:
-    """What the tracer notes about one aten call (op records are built from these later).
+def _field(k: int, doc: str):
+    def get(self):
+        return self[k]
+
+    def put(self, value):
+        self[k] = value
+    return property(get, put, doc=doc)
+
+
+class Call(list):
+    """What the tracer notes about one aten call (op records are built from these later): a
+    list, as making one costs a fifth of a slotted object, with its fields named.
 
     ``accesses``: ``(mode, argument position, list index or -1, generation or None, data
     pointer, sizes, strides, dtype, born, bits)`` per tensor argument, ``mode`` None for a
@@ -72,28 +85,25 @@ class Call:
     written since it was made (-2: not needed); ``bits``: conj (2) and neg (1) bits.
     """
 
-    __slots__ = ("index", "spec", "func", "where", "stream", "seq", "node", "accesses",
-                 "template", "results", "error", "untracked", "rng", "extra")
-
-    def __init__(self, index, spec, func, where, stream, seq, node):
-        self.index = index
-        self.spec = spec
-        self.func = func
-        self.where = where        # (code object, line) of the user's frame, or None
-        self.stream = stream
-        self.seq = seq            # autograd sequence number seen by a forward call
-        self.node = node          # sequence number of the backward node running it, or None
-        self.accesses = ()
-        self.template = None      # (args, kwargs) with tensors as access numbers, for replay
-        self.results = None       # returned value with tensors as access numbers
-        self.error = None         # the exception text when PyTorch refused the call
-        self.untracked = None     # why the tracer could not record this call's tensors
-        self.rng = None           # generator state before a random op
-        self.extra = None         # rare facts: exact writes, duplicates, outcomes, names
+    __slots__ = ()
+    index = _field(0, "position among the trace's calls")
+    spec = _field(1, "the overload's OpSpec (None: its schema could not be read)")
+    func = _field(2, "the OpOverload")
+    where = _field(3, "(code object, line) of the user's frame, or None")
+    stream = _field(4, "the CPU stream region it was issued in (None: default)")
+    seq = _field(5, "autograd's sequence number when it was called")
+    node = _field(6, "sequence number of the backward node running it, or None")
+    accesses = _field(7, "the access tuples")
+    template = _field(8, "(args, kwargs) with tensors as access numbers, for replay")
+    results = _field(9, "the returned value with tensors as access numbers")
+    error = _field(10, "the exception text when PyTorch refused the call")
+    untracked = _field(11, "why the tracer could not record this call's tensors")
+    rng = _field(12, "(explicit generator?, its state) before a random op")
+    extra = _field(13, "rare facts: exact writes, duplicates, outcomes, locals")
 
 
 class _Slot:
-    """A tensor's place in the call template: access number ``k``."""
+    """A tensor's place in the call template: access number ``k`` (shared, immutable)."""
     __slots__ = ("k",)
 
     def __init__(self, k):
@@ -102,6 +112,17 @@ class _Slot:
     def __repr__(self):
         return f"<access {self.k}>"
 
+
+_SLOTS = [_Slot(k) for k in range(256)]
+
+
+def _slot(k: int) -> _Slot:
+    return _SLOTS[k] if k < 256 else _Slot(k)
+
+
+_SPECS: dict = {}          # OpOverload -> OpSpec, for every trace (None: unreadable schema)
+_SPEC_ERRORS: dict = {}
+_USER: dict = {}           # code object -> is it the user's
 
 class _Mode(TorchDispatchMode):
     def __init__(self, trace):
@@ -147,8 +168,6 @@ class Trace:
         weakref.finalize(self, _free_weak_refs, self._weak)
         self._pages: dict[int, list] = {}     # address >> _PAGE -> generations there
         self._born: dict[int, int] = {}       # TensorImpl address -> call that returned it
-        self._specs: dict = {}
-        self._user: dict = {}                 # code object -> is it the user's
         self._warned: set = set()
         self._streams = StreamLog(self.calls)  # streams, events, synchronisation (streams.py)
         self._mode = None
@@ -156,7 +175,6 @@ class Trace:
         self.seq_at_start = None  # autograd's sequence number when tracing began
         self.threads_started = 0  # threads the program started while tracing (not traced)
         self._bits_seen = False   # a neg view of a real tensor was made: read every one's bits
-        self._spec_error: dict = {}
         self.names = None
         self.running = False
 
@@ -250,7 +268,7 @@ class Trace:
             st._weak_ref()   # pins the StorageImpl object, not its bytes; freed with the trace
             self._weak.append(sid)
         gen = StorageGen(len(self.storages), ptr, nbytes, index if creating else None, sid,
-                         t.device.type, index)
+                         "cpu" if t.is_cpu else t.device.type, index)
         if not creating:
             # memory the allocator did not just hand out may be shared with live storages
             near = self._near(gen)
@@ -332,24 +350,20 @@ class Trace:
         if mode is not None and mode != "R" and gen.creator != index:
             gen.dirty = True
         bits = 0
-        if self._bits_seen or dtype.is_complex:
+        if self._bits_seen or dtype in _COMPLEX:
             bits = t.is_conj() << 1 | t.is_neg()
         out.append((mode, pos, k, gen, ptr, shape, stride, dtype, born, bits))
 
     # ---- the hot path -------------------------------------------------------------------
     def _call(self, func, args, kwargs):
-        spec = self._specs.get(func)
-        if spec is None:
-            try:
-                spec = self._spec(func)
-            except Exception as exc:  # noqa: BLE001 - never break the user's program
-                self._spec_error[func] = _text(exc)
-                spec = None
+        spec = _SPECS.get(func, _MISSING)
+        if spec is _MISSING:
+            spec = _spec(func)
         calls = self.calls
         index = len(calls)
         # the user's frame: the first one outside torch, aliasflow and installed packages
-        f = sys._getframe(2)
-        user = self._user
+        f = _getframe(2)
+        user = _USER
         while f is not None:
             code = f.f_code
             mine = user.get(code)
@@ -358,36 +372,32 @@ class Trace:
             if mine:
                 break
             f = f.f_back
-        where = (code, f.f_lineno) if f is not None else None
         node = _current_node()
         streams = self._streams
-        call = Call(index, spec, func, where, streams.region, _sequence_nr(),
-                    None if node is None else node._sequence_nr())
+        call = Call((index, spec, func, (code, f.f_lineno) if f is not None else None,
+                     streams.region, _sequence_nr(),
+                     None if node is None else node._sequence_nr(), (), None, None, None,
+                     None, None, None))
         calls.append(call)
         if spec is None:
-            return self._untracked(call, func, args, kwargs, self._spec_error.get(func))
+            return self._untracked(call, func, args, kwargs, _SPEC_ERRORS.get(func))
         # a view, or a stream command (record_stream): no data touched, nothing to replay
         if spec.view_only or (streams.active and streams.issued(call, func, args, kwargs)):
             try:
                 out = func(*args, **kwargs)
             except Exception as exc:
-                call.error = _text(exc)
+                call[10] = _text(exc)
                 raise
-            if spec.base in _BIT_VIEWS:
-                self._bits_seen = True
-            if type(out) is _Tensor:
-                self._born[out._cdata] = index
-            elif isinstance(out, (list, tuple)):
-                born = self._born
-                for o in out:
-                    if isinstance(o, _Tensor):
-                        born[o._cdata] = index
+            try:
+                self._views_made(spec, out, index)
+            except Exception as exc:  # noqa: BLE001
+                call[11] = _text(exc)
             return out
         try:
             accesses = self._before(call, spec, index, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - never break the user's program
             return self._untracked(call, func, args, kwargs, _text(exc))
-        call.accesses = accesses   # kept if PyTorch refuses the call
+        call[7] = accesses   # kept if PyTorch refuses the call
         finish = None
         if spec.writes:
             try:
@@ -397,24 +407,27 @@ class Trace:
         try:
             out = func(*args, **kwargs)
         except Exception as exc:
-            call.error = _text(exc)
+            call[10] = _text(exc)
             raise
         try:
             self._after(call, spec, index, args, kwargs, accesses, out, finish)
         except Exception as exc:  # noqa: BLE001
-            call.untracked = _text(exc)
-            call.accesses, call.template, call.results = (), None, None
+            call[11] = _text(exc)
+            call[7], call[8], call[9] = (), None, None
             self._warn(spec.name, call.untracked)
         return out
 
-    def _spec(self, func):
-        try:
-            spec = spec_of(func)
-        except Exception as exc:  # noqa: BLE001
-            self._spec_error[func] = f"cannot read its schema: {_text(exc)}"
-            spec = None
-        self._specs[func] = spec
-        return spec
+    def _views_made(self, spec, out, index):
+        """Note when the tensor objects a view op returns were made (for stale views)."""
+        if spec.base in _BIT_VIEWS:
+            self._bits_seen = True
+        if type(out) is _Tensor:
+            self._born[out._cdata] = index
+        elif isinstance(out, (list, tuple)):
+            born = self._born
+            for o in out:
+                if isinstance(o, _Tensor):
+                    born[o._cdata] = index
 
     def _untracked(self, call, func, args, kwargs, reason):
         """The tracer could not record this call's tensors: run it exactly as untraced, and
@@ -429,25 +442,66 @@ class Trace:
             raise
 
     def _before(self, call, spec, index, args, kwargs):
+        """The access tuples of the call's tensor arguments (and, for replay, the call with
+        each tensor replaced by its access number)."""
         accesses: list = []
-        capture = self._capture
+        append = accesses.append
         n = len(args)
-        for a in spec.args:
-            if a.holds == "other":
-                continue
-            if a.position < n:
-                v = args[a.position]
+        by_sid, born_map = self._by_sid, self._born
+        plain_bits = not self._bits_seen
+        values = self.values
+        targs = list(args) if values else None
+        tkw = dict(kwargs) if values and kwargs else kwargs
+        for pos, name, is_list, mode in spec.tensors:
+            if pos < n:
+                v = args[pos]
+                holder, key = targs, pos
             else:
-                v = kwargs.get(a.name)
+                v = kwargs.get(name)
                 if v is None:
                     continue
-            if a.holds == TENSOR:
-                if isinstance(v, _Tensor):
-                    capture(v, a.mode, a.position, -1, index, accesses)
-            elif isinstance(v, (list, tuple)):
-                for k, t in enumerate(v):
+                holder, key = tkw, name
+            if is_list:
+                if not isinstance(v, (list, tuple)):
+                    continue
+                marks = []
+                for j, t in enumerate(v):
                     if isinstance(t, _Tensor):
-                        capture(t, a.mode, a.position, k, index, accesses)
+                        marks.append(_slot(len(accesses)))
+                        self._capture(t, mode, pos, j, index, accesses)
+                    else:
+                        marks.append(t)
+                if values:
+                    holder[key] = type(v)(marks)
+                continue
+            if not isinstance(v, _Tensor):
+                continue   # None, or a Python number where the schema allows one
+            if values:
+                holder[key] = _slot(len(accesses))
+            # the common case inline (a plain tensor of a storage already seen); the rest
+            # goes through _capture
+            try:
+                sid = _storage_address(v)
+                ptr = v.data_ptr()
+                shape = v.shape
+                stride = v.stride()
+                dtype = v.dtype
+                gen = by_sid.get(sid)
+            except Exception:  # noqa: BLE001
+                gen = None
+            if gen is None or dtype in _ODD_DTYPES or not gen.address <= ptr <= gen.end:
+                self._capture(v, mode, pos, -1, index, accesses)
+                continue
+            born = -2
+            if mode is not None:
+                if gen.dirty:
+                    born = born_map.get(v._cdata, -1)
+                if mode != "R" and gen.creator != index:
+                    gen.dirty = True
+            append((mode, pos, -1, gen, ptr, shape, stride, dtype, born,
+                    0 if plain_bits else v.is_conj() << 1 | v.is_neg()))
+        if values:
+            call[8] = (targs, tkw)
         if spec.switch is not None:   # unannotated writes that a flag turns on
             flag = args[spec.switch] if spec.switch < n else \
                 kwargs.get(spec.args[spec.switch].name)
@@ -462,34 +516,8 @@ class Trace:
                 pos = next((a.position for a in spec.args if a.name == "generator"), None)
                 if pos is not None and pos < n:
                     gen = args[pos]
-            call.rng = (gen is not None, (gen or torch.default_generator).get_state())
-        if self.values:
-            call.template = self._template(spec, args, kwargs, accesses)
+            call[12] = (gen is not None, (gen or torch.default_generator).get_state())
         return accesses
-
-    def _template(self, spec, args, kwargs, accesses):
-        """The call with each tensor argument replaced by its access number."""
-        slots = {}
-        for k, acc in enumerate(accesses):
-            slots[(acc[1], acc[2])] = _Slot(k)
-        targs = list(args)
-        tkw = dict(kwargs)
-        for a in spec.args:
-            if a.holds == "other":
-                continue
-            if a.position < len(targs):
-                v, put = targs[a.position], targs.__setitem__
-                key = a.position
-            elif a.name in tkw:
-                v, put, key = tkw[a.name], tkw.__setitem__, a.name
-            else:
-                continue
-            if isinstance(v, _Tensor):
-                put(key, slots.get((a.position, -1)))
-            elif isinstance(v, (list, tuple)):
-                put(key, type(v)(slots.get((a.position, j)) if isinstance(t, _Tensor) else t
-                                 for j, t in enumerate(v)))
-        return targs, tkw
 
     def _exact(self, call, spec, args, kwargs, accesses):
         """For an in-place data-dependent write: which elements it writes, exactly."""
@@ -608,7 +636,7 @@ class Trace:
                 k = len(accesses)
                 self._capture(out, "W", -1, -1, index, accesses, creating=True)
                 self._keep_uninitialized(spec, accesses[k], out)
-                return _Slot(k)
+                return _slot(k)
             return None
         if isinstance(out, (list, tuple)):
             res = []
@@ -620,7 +648,7 @@ class Trace:
                         k = len(accesses)
                         self._capture(o, "W", -1, j, index, accesses, creating=True)
                         self._keep_uninitialized(spec, accesses[k], o)
-                        res.append(_Slot(k))
+                        res.append(_slot(k))
                         continue
                     res.append(None)
                 elif isinstance(o, (list, tuple)):   # a list return inside a tuple
@@ -630,7 +658,7 @@ class Trace:
                             k = len(accesses)
                             self._capture(p, "W", -1, 1000 * (j + 1) + q, index, accesses,
                                           creating=True)
-                            sub.append(_Slot(k))
+                            sub.append(_slot(k))
                         else:
                             sub.append(None)
                     res.append(type(o)(sub))
@@ -767,6 +795,21 @@ def _unwatch_threads(trace) -> None:
         _WATCHING.remove(trace)
     if not _WATCHING:
         threading.Thread.start = _THREAD_START
+
+
+_MISSING = object()
+
+
+def _spec(func):
+    """The overload's spec, made once per process (None, with the reason kept, when its
+    schema cannot be read)."""
+    try:
+        spec = spec_of(func)
+    except Exception as exc:  # noqa: BLE001 - the op is then untracked, not broken
+        _SPEC_ERRORS[func] = f"cannot read its schema: {_text(exc)}"
+        spec = None
+    _SPECS[func] = spec
+    return spec
 
 
 def _plain(x) -> bool:
