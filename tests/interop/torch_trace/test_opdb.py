@@ -55,7 +55,10 @@ def test_the_sweep_catches_a_missed_read_and_a_missed_write(monkeypatch):
             args = tuple(a.__class__(**{**a.__dict__, "mode": mode_to})
                          if a.mode == mode_from else a for a in spec.args)
             return spec.__class__(**{**spec.__dict__, "args": args,
-                                     "accessed": tuple(a for a in args if a.mode)})
+                                     "accessed": tuple(a for a in args if a.mode),
+                                     "tensors": tuple((a.position, a.name, a.holds == "list",
+                                                       a.mode) for a in args
+                                                      if a.holds != "other")})
         return spec_of
     from aliasflow.interop.torch_trace import tracer
     monkeypatch.setattr(tracer, "_SPECS", {})          # specs are made once per process

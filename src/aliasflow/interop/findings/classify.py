@@ -124,6 +124,29 @@ def _in_op(info) -> list[Finding]:
     return found
 
 
+_REPEATS: dict = {}
+
+
+def _may_repeat(view) -> bool:
+    """False when the view's dims provably never reach one byte twice (each byte stride, in
+    increasing order, steps past everything the smaller ones and the element reach); True
+    means "check exactly"."""
+    key = (view.shape, view.stride, view.dtype.itemsize)
+    got = _REPEATS.get(key)
+    if got is None:
+        reach = view.dtype.itemsize - 1
+        got = False
+        for s, n in sorted((abs(s), n) for n, s in zip(view.shape, view.stride) if n > 1):
+            if s <= reach:
+                got = True
+                break
+            reach += s * (n - 1)
+        if len(_REPEATS) > 1 << 16:
+            _REPEATS.clear()
+        _REPEATS[key] = got
+    return got
+
+
 def _repeated(slot) -> np.ndarray:
     """Start addresses of the elements ``slot``'s view reaches through several indices."""
     starts = np.full((), slot.start, dtype=np.int64)
@@ -138,7 +161,7 @@ def _self_overlap(info) -> list[Finding]:
     for w, ws in enumerate(info.slots):
         if ws.mode not in ("W", "RW") or ws.view is None:
             continue
-        if not ws.view.has_internal_overlap():
+        if not _may_repeat(ws.view) or not ws.view.has_internal_overlap():
             continue
         many = _repeated(ws)
         if not many.size:

@@ -9,8 +9,11 @@ its arguments look to the user, what re-running it on copies showed). The classi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
 
 SEVERITIES = ("wrong", "hazard", "stale-view", "order")
+NO_EXACT: Mapping = MappingProxyType({})
 RANK = {s: k for k, s in enumerate(SEVERITIES)}
 KINDS = ("in-op-overlap", "self-overlap-write", "duplicate-index", "RAW", "WAW", "WAR")
 
@@ -71,8 +74,7 @@ class Outcome:
     conflicts: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Slot:
+class Slot(NamedTuple):
     """One tensor argument as the op saw it (the ``slot`` of its record's accesses).
 
     ``mode``: "R", "W", "RW" or None (its data is not touched); ``view``: an aliasflow
@@ -118,8 +120,7 @@ class Slot:
             else 0
 
 
-@dataclass(frozen=True, slots=True)
-class OpInfo:
+class OpInfo(NamedTuple):
     """What a tracer knows about one op record beyond its accesses.
 
     ``name``: the record's name; ``label``: what the op is (``"aten.add_.Tensor"``,
@@ -148,7 +149,7 @@ class OpInfo:
     exempt: frozenset = frozenset()
     outcomes: tuple | None = None
     duplicates: tuple | None = None
-    exact: dict = field(default_factory=dict, compare=False)
+    exact: Mapping = NO_EXACT
     uniform: bool = False
     stream: str = "default"
 

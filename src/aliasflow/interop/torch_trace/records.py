@@ -15,15 +15,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...core.record import _EMPTY, Access, OpRecord
 from ...core.storage import Storage
 from ...core.view import Tensor, TensorView
-from ..findings.model import Frame, OpInfo, Slot
+from ..findings.model import NO_EXACT, Frame, OpInfo, Slot
 from ..findings.source import line_text, relative
 from . import datadep
 from .memory import Ref, no_gc, numpy_dtype, same_layout
 
 _ITEMSIZE: dict = {}
+_U8 = np.dtype("uint8")
+_DTYPE_NAMES: dict = {}
+_LABELS: dict = {}
 
 
 def itemsize(dtype) -> int:
@@ -33,14 +38,79 @@ def itemsize(dtype) -> int:
     return got
 
 
-@dataclass
 class Built:
-    """``ops``: the records; ``infos``: one OpInfo per call; ``refs``: per call, the
-    :class:`~.memory.Ref` of each slot; ``index``: record name -> call index."""
-    ops: list
-    infos: list
-    refs: list
-    index: dict
+    """``infos``: one OpInfo per call; ``ops``: the records (made when first asked for:
+    findings read only the infos); ``refs``: per call, the :class:`~.memory.Ref` of each
+    slot (made when first asked for); ``index``: record name -> call index."""
+
+    def __init__(self, infos, refs, index, calls, views):
+        self.infos = infos
+        self.refs = refs
+        self.index = index
+        self._calls = calls
+        self._views = views
+        self._ops = None
+
+    @property
+    def ops(self) -> list:
+        if self._ops is None:
+            with no_gc():
+                self._ops = _records(self.infos, self._calls, self._views)
+        return self._ops
+
+
+def _records(infos, calls, views) -> list:
+    """One op record per call: its slots' views as accesses (a data-dependent write as one
+    piece per run of the elements it wrote); a call PyTorch refused, or the tracer could not
+    record, touched no memory."""
+    view_of = views.view
+    ops = []
+    for info, call in zip(infos, calls):
+        accesses = []
+        if info.error is None and info.untracked is None:
+            exact = info.exact
+            for k, s in enumerate(info.slots):
+                if s.mode is None or s.view is None:
+                    continue
+                written = exact.get(k) if exact else None
+                if written is not None:
+                    runs = datadep.runs(written, s.itemsize)
+                    gen, dtype = call[7][k][3], call[7][k][7]
+                    if len(runs) <= datadep.RUN_LIMIT and \
+                            (s.start - gen.address) % s.itemsize == 0:
+                        for address, n in runs:
+                            accesses.append(Access(k, s.mode,
+                                                   view_of(gen, address, (n,), (1,), dtype)))
+                        continue
+                accesses.append(Access(k, s.mode, s.view))
+        ops.append(OpRecord._trusted(info.name, info.label, tuple(accesses), _EMPTY,
+                                     info=info))
+    return ops
+
+
+class _Refs:
+    """``refs[i]``: the Refs of call ``i``'s slots, made on first use (replay, races and
+    names need them; findings do not)."""
+
+    def __init__(self, calls, views):
+        self.calls = calls
+        self.views = views
+        self.made: dict = {}
+
+    def __getitem__(self, i: int) -> list:
+        got = self.made.get(i)
+        if got is None:
+            ref = self.views.ref
+            got = self.made[i] = [ref(gen, ptr, shape, stride, dtype, bits, born)
+                                  for mode, pos, j, gen, ptr, shape, stride, dtype, born, bits
+                                  in self.calls[i][7]]
+        return got
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self.calls)))
 
 
 def _label(spec, pos: int, k: int) -> str:
@@ -63,34 +133,39 @@ class _Views:
         t = self.tensors.get(gen.id)
         if t is None:
             storage = Storage(gen.address, gen.nbytes, name=gen.name)
-            t = self.tensors[gen.id] = Tensor.on(storage, "uint8", name=gen.name)
+            # Tensor.on without its stand-in array (made only if the bytes were ever read:
+            # a description of memory someone else owns never is)
+            t = self.tensors[gen.id] = Tensor._over(gen.name, storage, _U8, (gen.nbytes,))
         return t
 
+    def view(self, gen, ptr, shape, stride, dtype):
+        """The view of a tensor of ``gen`` (not None, not empty), one object per layout."""
+        key = (gen.id, ptr, shape, stride, dtype)
+        view = self.cache.get(key)
+        if view is None:
+            k = itemsize(dtype)
+            shape = tuple(shape)
+            bstride = tuple(s * k for s in stride)
+            ref = Ref(gen, None, dtype)
+            view = self.cache[key] = TensorView._make(ref.describe, self.tensor(gen),
+                                                      ptr - gen.address, shape, bstride,
+                                                      numpy_dtype(dtype))
+            ref.view = view
+        return view
+
     def ref(self, gen, ptr, shape, stride, dtype, bits=0, born=-1, parent=None) -> Ref:
-        k = itemsize(dtype)
-        shape = tuple(shape)
-        bstride = tuple(s * k for s in stride)
         if gen is None or 0 in shape:
+            k = itemsize(dtype)
+            shape = tuple(shape)
+            bstride = tuple(s * k for s in stride)
             reach = sum((n - 1) * s for n, s in zip(shape, bstride) if n) + k
             self.virtual += 1
             base = Tensor.virtual(f"no memory {self.virtual}", (max(reach, 1),), "uint8")
             view = TensorView._make(f"no memory {self.virtual}", base, 0, shape, bstride,
                                     numpy_dtype(dtype))
-            return Ref(gen, view, dtype, bool(bits & 2), bool(bits & 1), parent, born)
-        offset = ptr - gen.address
-        npd = numpy_dtype(dtype)
-        key = (gen.id, offset, shape, bstride, npd)
-        view = self.cache.get(key)
-        ref = Ref(gen, view, dtype, bool(bits & 2), bool(bits & 1), parent, born)
-        if view is None:
-            view = self.cache[key] = TensorView._make(ref.describe, self.tensor(gen), offset,
-                                                      shape, bstride, npd)
-            ref.view = view
-        return ref
-
-    def piece(self, ref: Ref, address: int, n: int):
-        """The view of ``n`` consecutive elements of ``ref``'s dtype from ``address``."""
-        return self.ref(ref.gen, address, (n,), (1,), ref.dtype, parent=ref).view
+        else:
+            view = self.view(gen, ptr, shape, stride, dtype)
+        return Ref(gen, view, dtype, bool(bits & 2), bool(bits & 1), parent, born)
 
 
 def _frames(trace):
@@ -110,27 +185,29 @@ def _frames(trace):
     creator: dict = {}
     last = trace.seq_at_start
     for call in trace.calls:
-        if call.node is None:
-            if last is not None and call.seq > last and call.seq not in creator:
-                creator[call.seq] = call.index
-            last = call.seq
+        if call[6] is None:   # a forward call (not run by a backward node)
+            seq = call[5]
+            if last is not None and seq > last and seq not in creator:
+                creator[seq] = call[0]
+            last = seq
     out = []
     engine: dict = {}   # where -> does the line start the backward pass (not user backward code)
     for call in trace.calls:
-        own = frame(call.where)
-        if call.node is not None and call.where is not None:
-            starts = engine.get(call.where)
+        where, node = call[3], call[6]
+        own = frame(where)
+        if node is not None and where is not None:
+            starts = engine.get(where)
             if starts is None:
-                code, line = call.where
+                code, line = where
                 text = line_text(code.co_filename, line)
-                starts = engine[call.where] = (not text or ".backward(" in text
-                                               or "autograd.grad(" in text
-                                               or "autograd.backward(" in text)
-            fwd = creator.get(call.node + 1)
-            if starts and fwd is not None and fwd < call.index:
-                out.append((frame(trace.calls[fwd].where), own, trace.calls[fwd].where))
+                starts = engine[where] = (not text or ".backward(" in text
+                                          or "autograd.grad(" in text
+                                          or "autograd.backward(" in text)
+            fwd = creator.get(node + 1)
+            if starts and fwd is not None and fwd < call[0]:
+                out.append((frame(trace.calls[fwd][3]), own, trace.calls[fwd][3]))
                 continue
-        out.append((own, None, call.where))
+        out.append((own, None, where))
     return out
 
 
@@ -141,60 +218,50 @@ def build_ops(trace) -> Built:
 
 def _build(trace) -> Built:
     views = _Views()
-    ops, infos, refs_all, index = [], [], [], {}
+    view_of = views.view
+    infos, index = [], {}
     frames = _frames(trace)
     texts: dict = {}
+    labels, dtype_names = _LABELS, _DTYPE_NAMES
     for call, (where, context, raw_where) in zip(trace.calls, frames):
-        spec = call.spec
-        label = spec.name if spec is not None else str(call.func)
-        name = f"{label}#{call.index}"
-        index[name] = call.index
-        slots, refs = [], []
-        extra = call.extra or {}
+        # the fields of a Call by position (see tracer.Call): this loop runs once per call
+        i, spec, func, accs, error, untracked = call[0], call[1], call[2], call[7], call[10], \
+            call[11]
+        extra = call[13] or {}
+        label = spec.name if spec is not None else str(func)
+        name = f"{label}#{i}"
+        index[name] = i
+        slots = []
         exact = extra.get("exact")
-        for k, acc in enumerate(call.accesses):
+        for k, acc in enumerate(accs):
             mode, pos, j, gen, ptr, shape, stride, dtype, born, bits = acc
-            ref = views.ref(gen, ptr, shape, stride, dtype, bits, born)
-            refs.append(ref)
             if exact is not None and exact[0] == k:
                 mode = "RW" if exact[1] else "W"
-            slots.append(Slot(_label(spec, pos, j), mode,
-                              ref.view if gen is not None and ref.numel else None,
-                              str(dtype).replace("torch.", ""),
-                              gen.id if gen is not None else None,
-                              gen.group if gen is not None else None, None,
-                              born if born >= -1 else None,
-                              gen is not None and gen.creator == call.index))
-        accesses = []
-        exact_map = {}
-        if not call.error and not call.untracked:
-            for k, s in enumerate(slots):
-                if s.mode is None or s.view is None:
-                    continue
-                if exact is not None and exact[0] == k:
-                    addresses = exact[2]
-                    exact_map[k] = addresses
-                    runs = datadep.runs(addresses, s.itemsize)
-                    if len(runs) <= datadep.RUN_LIMIT and \
-                            (s.start - refs[k].gen.address) % s.itemsize == 0:
-                        for address, n in runs:
-                            accesses.append(Access(k, s.mode, views.piece(refs[k], address, n)))
-                        continue
-                accesses.append(Access(k, s.mode, s.view))
-        elif exact is not None:
-            exact_map[exact[0]] = exact[2]
+            key = (id(spec), pos, j)
+            arg = labels.get(key)
+            if arg is None:
+                arg = labels[key] = _label(spec, pos, j)
+            dt = dtype_names.get(dtype)
+            if dt is None:
+                dt = dtype_names[dtype] = str(dtype).replace("torch.", "")
+            if gen is None:
+                slots.append(Slot(arg, mode, None, dt, None, None, None,
+                                  born if born >= -1 else None, False))
+            else:
+                slots.append(Slot(arg, mode, view_of(gen, ptr, shape, stride, dtype)
+                                  if 0 not in shape else None, dt, gen.id, gen.group, None,
+                                  born if born >= -1 else None, gen.creator == i))
+        exact_map = NO_EXACT if exact is None else {exact[0]: exact[2]}
         text = texts.get(raw_where)
         if text is None and raw_where is not None:
             text = texts[raw_where] = line_text(raw_where[0].co_filename, raw_where[1])
+        slots = tuple(slots)
         info = OpInfo(
-            name, label, call.index, where, context, text or "", call.error, call.untracked,
-            tuple(slots), _exempt(spec, call.accesses),
-            extra.get("outcomes"), extra.get("duplicates"), exact_map,
-            _uniform(spec, slots), call.stream or "default")
+            name, label, i, where, context, text or "", error, untracked, slots,
+            _exempt(spec, accs), extra.get("outcomes"), extra.get("duplicates"), exact_map,
+            _uniform(spec, slots), call[4] or "default")
         infos.append(info)
-        ops.append(OpRecord._trusted(name, label, tuple(accesses), _EMPTY, info=info))
-        refs_all.append(refs)
-    return Built(ops, infos, refs_all, index)
+    return Built(infos, _Refs(trace.calls, views), index, trace.calls, views)
 
 
 def _exempt(spec, accesses) -> frozenset:
