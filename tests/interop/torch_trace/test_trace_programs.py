@@ -249,3 +249,28 @@ def test_random_ops_and_resize_replay():
     del r, m
     report = tr.replay(workers=2)
     assert report.identical, str(report)
+
+
+_CALLS = [0]
+
+
+@torch.library.custom_op("aliasflow_test::noisy", mutates_args=())
+def _noisy(x: torch.Tensor) -> torch.Tensor:
+    """An op whose output differs from one run to the next (as one leaving memory unwritten
+    does): each call adds how many times it was called."""
+    _CALLS[0] += 1
+    return x + _CALLS[0]
+
+
+def test_replay_reports_a_nondeterministic_op_as_such():
+    x = torch.zeros(4)
+    with af.trace() as tr:
+        y = _noisy(x)
+        z = y * 2                 # depends on it
+        w = x + 1                 # does not
+    report = tr.replay()
+    assert report.identical, str(report)            # no mismatch: explained
+    assert report.nondeterministic == [next(op.name for op in tr.ops
+                                            if op.prim.startswith("aliasflow_test"))]
+    assert report.explained and "nondeterministic" in str(report)
+    del z, w

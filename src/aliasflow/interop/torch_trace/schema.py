@@ -6,7 +6,7 @@ which arguments an op may mutate and which it returns as aliases; it does not sa
 mutated argument is also read, whether the mutation is of data or only of metadata, or whether
 an argument's data is read at all. The tables below say that for the ops whose schema alone
 would mislead; ``tests/interop/torch_trace/test_schema_table.py`` holds, for each entry, the
-program that shows it is needed.
+program that proves what it claims (and the op_db sweep, that nothing else is needed).
 
 Modes: ``"R"`` data read, ``"W"`` data written (not read), ``"RW"`` read and written, ``None``
 no data access (a view, a shape query, a metadata-only mutation).
@@ -23,18 +23,18 @@ import torch
 # In-place ops that overwrite their mutated argument without reading it.
 WRITE_ONLY = frozenset({
     "copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_",
-    "geometric_", "cauchy_", "log_normal_", "_copy_from", "_copy_from_and_resize",
+    "geometric_", "cauchy_", "log_normal_",
 })
 # Mutations of metadata only (shape, strides, storage pointer): no data is read or written.
 METADATA_ONLY = frozenset({
     "t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_", "unsqueeze_", "as_strided_",
-    "set_", "resize_", "resize_as_", "_resize_output_", "detach_", "requires_grad_",
+    "set_", "resize_", "resize_as_", "detach_", "requires_grad_",
     "_coalesced_", "retain_grad", "_set_conj", "_set_neg", "unsafe_split",
     "unsafe_split_with_sizes", "unsafe_chunk", "resize_as_sparse_", "sparse_resize_",
     "sparse_resize_and_clear_", "_sparse_coo_tensor_with_dims_and_tensors",
 })
 # Ops that change which memory an argument holds (its storage may be reallocated).
-RESIZING = frozenset({"set_", "resize_", "resize_as_", "_resize_output_", "resize_as_sparse_"})
+RESIZING = frozenset({"set_", "resize_", "resize_as_", "resize_as_sparse_"})
 # Ops whose tensor arguments' data is never read: factories that only take shape/dtype from
 # them, and queries of metadata.
 NO_READ = frozenset({
@@ -42,7 +42,7 @@ NO_READ = frozenset({
     "randint_like", "new_empty", "new_empty_strided", "new_zeros", "new_ones", "new_full",
     "size", "stride", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "dim",
     "numel", "is_same_size", "_has_compatible_shallow_copy_type", "is_complex",
-    "is_floating_point", "_nested_tensor_size", "storage_offset", "is_nonzero_", "result_type",
+    "is_floating_point", "storage_offset", "is_nonzero_", "result_type",
     "can_cast", "promote_types", "_shape_as_tensor", "is_set_to", "_version", "is_conj",
     "is_neg", "is_inference", "_is_zerotensor", "output_nr", "data_ptr",
     "empty_strided", "_empty_affine_quantized", "resize_output",
@@ -62,7 +62,7 @@ UNANNOTATED_VIEWS = frozenset({"_unsafe_view", "unsafe_split", "unsafe_split_wit
 # a resize that moves a tensor onto new memory leaves the grown part unspecified.
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
                            "new_empty_strided", "_empty_affine_quantized", "resize_",
-                           "resize_as_", "_resize_output_", "empty_permuted"})
+                           "resize_as_", "empty_permuted"})
 # Ops that draw from the default generator without a Generator argument or the
 # ``nondeterministic_seeded`` tag in every overload.
 RANDOM = frozenset({
@@ -82,7 +82,7 @@ DATA_DEPENDENT = frozenset({
 })
 # Elementwise in every pair of (written, read) arguments at one position, but not tagged
 # ``pointwise``: output element i depends on input element i alone.
-ELEMENTWISE = frozenset({"copy_", "_copy_from", "copy", "clone", "_to_copy", "masked_fill_",
+ELEMENTWISE = frozenset({"copy_", "copy", "clone", "_to_copy", "masked_fill_",
                          "masked_fill", "lift_fresh_copy", "alias_copy"})
 # List ops that are elementwise per list position (element k of each list pairs with element
 # k of the others); ``_foreach_`` ops not listed as reductions are too.
