@@ -97,7 +97,7 @@ def _grid(g: dict) -> str:
 
 def _finding(n: int, f: dict, g: dict) -> str:
     color = COLORS.get(f["severity"], "#999")
-    where = escape(f["lines"][-1] if f["severity"] == "stale-view" else f["lines"][0])
+    where = escape(f["lines"][0])   # a stale view's is the read
     source = escape(f["sources"][-1] if f["severity"] == "stale-view" else f["sources"][0])
     ops = "<br>".join(escape(f"#{i} {label}" + (" (refused)" if i in f["failed"] else ""))
                       for i, label in zip(f["indices"], f["labels"]))
@@ -128,6 +128,8 @@ def _svg(graph: dict) -> str:
     if not nodes:
         return "<p>No findings: nothing to draw.</p>"
     y = {nd["index"]: 40 + 30 * k for k, nd in enumerate(nodes)}
+    longest = max(len(f"#{nd['index']} {nd['label']}  {nd['line']} (refused)") for nd in nodes)
+    x0 = min(40 + 7 * longest, 560)   # arrows start right of the longest label
     height = 60 + 30 * len(nodes)
     parts = [f'<svg width="980" height="{height}" class="graph" role="img" '
              f'aria-label="dependency graph">',
@@ -137,22 +139,27 @@ def _svg(graph: dict) -> str:
                  f'<path d="M 0 0 L 10 5 L 0 10 z" fill="{color}"/></marker>'
                  for key, color in [("dep", "#999")] + list(COLORS.items())) + '</defs>']
     lane = 0
+    flagged = {(e["src"], e["dst"]) for e in graph.get("edges", []) if e.get("severity")}
     for e in graph.get("edges", []):
         if e["src"] not in y or e["dst"] not in y:
             continue
+        if not e.get("severity") and (e["src"], e["dst"]) in flagged:
+            continue   # the finding's own arrow says it
         y1, y2 = y[e["src"]], y[e["dst"]]
         sev = e.get("severity")
         color = COLORS.get(sev, "#999") if sev else "#999"
         key = sev if sev else "dep"
-        bend = 430 + 40 * (lane % 6) + min(300, abs(y2 - y1) // 2)
+        bend = x0 + 50 + 50 * (lane % 5) + min(200, abs(y2 - y1))
         lane += 1
-        width = 2.5 if sev else 1
-        parts.append(f'<path d="M 400 {y1} C {bend} {y1}, {bend} {y2}, 404 {y2}" '
+        width = 2.5 if sev else 1.2
+        parts.append(f'<path d="M {x0} {y1} C {bend} {y1}, {bend} {y2}, {x0 + 4} {y2}" '
                      f'fill="none" stroke="{color}" stroke-width="{width}" '
                      f'marker-end="url(#arrow-{key})"><title>{escape(e["kind"])}: '
                      f'#{e["src"]} -> #{e["dst"]}</title></path>')
-        parts.append(f'<text x="{(400 + bend) // 2 + 20}" y="{(y1 + y2) // 2 + 4}" '
-                     f'font-size="11" fill="{color}">{escape(e["kind"])}</text>')
+        label = e["kind"] + (f" ({sev})" if sev else "")
+        parts.append(f'<text x="{int(0.75 * bend + 0.25 * x0) + 6}" '
+                     f'y="{(y1 + y2) // 2 + 4}" font-size="11" fill="{color}">'
+                     f'{escape(label)}</text>')
     for nd in nodes:
         fill = COLORS.get(nd["severity"], "#fff") if nd["severity"] else "#fff"
         i = nd["index"]

@@ -278,6 +278,8 @@ def classify(infos, all: bool = False, order=None, names=None) -> list[Finding]:
         found.extend(_duplicates(info))
     found.extend(_stale(infos))
     if all and order is not None:
-        found.extend(order())
+        stale = {(f.ops[0].index, f.ops[1].index) for f in found if f.severity == "stale-view"}
+        found.extend(f for f in order()
+                     if not (f.kind == "RAW" and (f.ops[0].index, f.ops[1].index) in stale))
     found.sort(key=lambda f: (RANK[f.severity], f.ops[0].index, f.ops[-1].index))
     return group(found, names or (lambda f: [slot_name(s) for s in f.slots]))

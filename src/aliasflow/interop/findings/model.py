@@ -193,8 +193,11 @@ class Finding:
 
     @property
     def lines(self) -> list[str]:
+        """The ops' user lines; for a stale view the read first (where the stale values are
+        used), then the write."""
+        ops = self.ops[::-1] if self.severity == "stale-view" else self.ops
         out = []
-        for op in self.ops:
+        for op in ops:
             if op.line not in out:
                 out.append(op.line)
         return out

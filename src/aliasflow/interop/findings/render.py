@@ -73,7 +73,7 @@ def finding_text(f: Finding, names: list[str]) -> list[str]:
     repeat = f"; {f.occurrences} occurrences" if f.occurrences > 1 else ""
     lines.append(f"    {f.kind} in {ops}: {who}; {f.count} element(s){repeat}")
     if f.severity == "stale-view":
-        lines.append(f"    written at {f.ops[0].line}: {f.ops[0].source}")
+        lines.append(f"    written before, at {f.ops[0].line}: {f.ops[0].source}")
     if f.severity == "wrong" and f.example is not None:
         index, got, expected = f.example
         at = index_text(names[0] if names else "?", index)
