@@ -168,12 +168,12 @@ def run_case(tmp_path, code):
 @pytest.mark.parametrize("issue,code,expected", CASES, ids=[c[0] for c in CASES])
 def test_real_silent_wrong_programs_are_flagged_at_their_line(tmp_path, issue, code, expected):
     tr, path = run_case(tmp_path, code)
-    got = [(f.severity, f.kind, int(f.lines[-1].rsplit(":", 1)[1]), f.names[:len(names)])
+    got = [(f.severity, f.kind, int(f.lines[0].rsplit(":", 1)[1]), f.names[:len(names)])
            for f, (_, _, _, names) in zip(tr.findings(), expected)]
     assert len(tr.findings()) == len(expected), [f.describe() for f in tr.findings()]
     assert got == expected
     for f in tr.findings():
-        assert f.lines[-1].startswith(str(path)) and f.hint
+        assert f.lines[0].startswith(str(path)) and f.hint
         if f.severity == "wrong":
             assert f.differs > 0 and f.example is not None
 

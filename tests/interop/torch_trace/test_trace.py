@@ -217,7 +217,7 @@ def test_stale_view():
     assert (f.severity, f.kind) == ("stale-view", "RAW")
     assert [op.label.split(".")[1] for op in f.ops] == ["fill_", "sum"]
     assert f.count == len(E(x[:4]) & E(x[2:6])) == 2
-    assert f.names[0] == "old" and f.lines[-1].endswith(line_of(test_stale_view, 5))
+    assert f.names[0] == "old" and f.lines[0].endswith(line_of(test_stale_view, 5))
 
 
 def test_a_view_made_after_the_write_is_not_stale():
