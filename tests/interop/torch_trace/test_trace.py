@@ -349,11 +349,14 @@ def test_order_facts_match_oracle(pa, pb, pc):
         n = len(E(x) & E(y))
         if n and E(x) != E(y):
             expected.append(("order", kind, ops, n))
-    assert [f for f in summary(tr, all=True) if f[0] == "order"] == expected
     # the views were made before the trace: vb is stale when copy_ changed some of its
-    # elements through va, which also reaches outside it
+    # elements through va, which also reaches outside it (then that pair is not repeated as
+    # an order fact)
     shared = E(va) & E(vb)
     stale = shared and not E(va) <= E(vb)
+    if stale:
+        expected = [e for e in expected if e[1] != "RAW"]
+    assert [f for f in summary(tr, all=True) if f[0] == "order"] == expected
     assert summary(tr) == ([("stale-view", "RAW", ["aten.copy_.default", "aten.sum.default"],
                              len(shared))] if stale else [])
 
