@@ -1,9 +1,10 @@
 """Build of the compiled core (the rest of the metadata is in pyproject.toml).
 
-Three hand-written CPython C-API modules in C++17, each beside the pure-Python reference it
+Four hand-written CPython C-API modules in C++17, each beside the pure-Python reference it
 must agree with: ``aliasflow.solver._native`` (exact overlap), ``aliasflow.analysis._walker``
-(the dependency walk; it compiles the solver's header too) and
-``aliasflow.execution._ready`` (the parallel runner's ready queue). A hand-written module is
+(the dependency walk; it compiles the solver's header too),
+``aliasflow.execution._ready`` (the parallel runner's ready queue) and
+``aliasflow.interop.numpy_trace._fastpath`` (the NumPy tracer's per-operation layouts). A hand-written module is
 the cheapest route to build (one compiler call, nothing but setuptools at build time) and to
 call (~30 ns per call). ``pip install .`` and ``pip install -e .`` compile them; for
 development: ``python setup.py build_ext --inplace``. ``AF_NATIVE_SANITIZE=1`` builds them
@@ -20,6 +21,7 @@ SRC = "src/aliasflow/solver/_native_src"
 WALK = "src/aliasflow/analysis/_native_src"
 READY = "src/aliasflow/execution/_native_src"
 COMMON = "src/aliasflow/_native_src"  # what the modules share at their boundary
+NPTRACE = "src/aliasflow/interop/numpy_trace/_native_src"
 SANITIZE = bool(os.environ.get("AF_NATIVE_SANITIZE"))
 compile_args = ["-std=c++17", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra"]
 link_args = []
@@ -30,12 +32,22 @@ if SANITIZE:
     link_args += san
 
 
-def extension(name: str, source: str, depends=()) -> Extension:
+def extension(name: str, source: str, depends=(), include_dirs=()) -> Extension:
     # A failed build leaves a working pure-Python install; the test suite then fails
     # (tests/solver/test_native.py) unless AF_PURE=1 asks for pure Python.
     return Extension(name, sources=[source], depends=list(depends), language="c++",
                      extra_compile_args=compile_args, extra_link_args=link_args,
-                     optional=not SANITIZE)
+                     include_dirs=list(include_dirs), optional=not SANITIZE)
+
+
+def numpy_headers():
+    """NumPy's C headers (the tracer's fast path reads the array struct), or nothing: that
+    one module then fails to build and the pure-Python reference is used."""
+    try:
+        import numpy
+    except ImportError:
+        return []
+    return [numpy.get_include()]
 
 
 NOT_BUILT = ("aliasflow: the compiled core was not built ({}); aliasflow works in pure "
@@ -73,5 +85,7 @@ setup(
                   [f"{WALK}/walk.hpp", f"{WALK}/index.hpp", f"{SRC}/overlap.hpp",
                    f"{SRC}/radix.hpp", f"{SRC}/arith.hpp", f"{COMMON}/boundary.hpp"]),
         extension("aliasflow.execution._ready", f"{READY}/ready.cpp", [f"{COMMON}/boundary.hpp"]),
+        extension("aliasflow.interop.numpy_trace._fastpath", f"{NPTRACE}/fastpath.cpp",
+                  [f"{COMMON}/boundary.hpp"], numpy_headers()),
     ],
 )

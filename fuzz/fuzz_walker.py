@@ -23,7 +23,7 @@ import numpy as np
 
 import aliasflow as af
 from aliasflow import solver
-from aliasflow.analysis import compiled, dependencies as deps, records
+from aliasflow.analysis import compiled, dependencies as deps, live
 from aliasflow.analysis.lower import lower
 
 MODES = [(True, ("WAR", "WAW")), (True, ("RAW", "WAR", "WAW")), (False, ())]
@@ -94,17 +94,17 @@ def keys(found):
 def check_program(rng: random.Random) -> None:
     ops = random_program(rng)
     retire, prune = rng.choice(MODES)
-    saved = deps.WINDOW, deps._MASK, deps.COVERS_LIMIT, records.COVERS_LIMIT
+    saved = deps.WINDOW, deps._MASK, deps.COVERS_LIMIT, live.COVERS_LIMIT
     if rng.random() < 0.3:
         w = rng.randint(1, 80)
         deps.WINDOW, deps._MASK = w, (1 << w) - 1
     if rng.random() < 0.3:  # writes past the limit: cover tests without enumerating cells
-        deps.COVERS_LIMIT = records.COVERS_LIMIT = rng.randint(0, 12)
+        deps.COVERS_LIMIT = live.COVERS_LIMIT = rng.randint(0, 12)
     try:
         got = keys(deps.ordering_edges(ops, retire=retire, prune=prune))
         want = keys(deps.reference_edges(ops, retire=retire, prune=prune))
     finally:
-        deps.WINDOW, deps._MASK, deps.COVERS_LIMIT, records.COVERS_LIMIT = saved
+        deps.WINDOW, deps._MASK, deps.COVERS_LIMIT, live.COVERS_LIMIT = saved
     if got != want:
         raise AssertionError(f"compiled and reference edges differ: {ops}")
 

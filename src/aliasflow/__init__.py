@@ -48,9 +48,11 @@ def load_ipython_extension(ipython) -> None:
 
 def __getattr__(name: str):
     # Heavy parts load on first use, so ``import aliasflow`` imports neither torch nor Dask
-    # nor Ray: ``af.trace`` (PyTorch) and ``af.distributed`` (Dask, Ray backends).
+    # nor Ray: ``af.trace`` (NumPy and PyTorch) and ``af.distributed`` (Dask, Ray backends).
     if name == "trace":
-        from .interop.torch_trace import trace
+        from .interop.numpy_trace.joint import _torch_installed, trace
+        if _torch_installed():   # PyTorch loads with af.trace, as it always did
+            from .interop.torch_trace import tracer  # noqa: F401
         return trace
     if name == "distributed":
         import importlib

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import aliasflow as af
-from aliasflow.analysis import compiled, dependencies as deps, records
+from aliasflow.analysis import compiled, dependencies as deps, live
 
 from strategies import reachable, strided
 
@@ -71,12 +71,12 @@ MODES = [(True, ("WAR", "WAW")), (True, ("RAW", "WAR", "WAW")), (False, ())]
 @contextlib.contextmanager
 def covers_limit(limit):
     """Both walks judge writes of more than ``limit`` cells by cover tests, not cells."""
-    saved = records.COVERS_LIMIT, deps.COVERS_LIMIT
-    records.COVERS_LIMIT = deps.COVERS_LIMIT = limit
+    saved = live.COVERS_LIMIT, deps.COVERS_LIMIT
+    live.COVERS_LIMIT = deps.COVERS_LIMIT = limit
     try:
         yield
     finally:
-        records.COVERS_LIMIT, deps.COVERS_LIMIT = saved
+        live.COVERS_LIMIT, deps.COVERS_LIMIT = saved
 
 
 def both(ops, retire, prune):

@@ -148,14 +148,20 @@ sys.meta_path.insert(0, NoTorch())
 '''
 
 
-def test_without_torch_trace_says_which_extra_to_install(tmp_path):
+def test_without_torch_trace_traces_numpy(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(BLOCKER)
     prog = tmp_path / "prog.py"
     prog.write_text("print('hello')\n")
     path = f"{tmp_path}:{ROOT / 'src'}"
-    line = one_error_line(cli("trace", prog, PYTHONPATH=path))
-    assert line == "error: tracing PyTorch programs needs PyTorch: pip install " \
-                   "'aliasflow[torch]'"
+    out = cli("trace", prog, PYTHONPATH=path)
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout.splitlines() == ["hello", "aliasflow: the program used neither NumPy "
+                                                "nor PyTorch: nothing to trace"]
+    numpy_prog = tmp_path / "np_prog.py"
+    numpy_prog.write_text("import numpy as np\na = np.arange(4)\n"
+                          "np.concatenate([a[2:], a[:2]], out=a)\n")
+    out = cli("trace", numpy_prog, PYTHONPATH=path)
+    assert out.returncode == 1 and "np_prog.py:3: wrong in-op-overlap" in out.stdout
     # everything else works without torch
     assert cli("demo", PYTHONPATH=path).returncode == 0
     assert cli("--version", PYTHONPATH=path).returncode == 0

@@ -397,3 +397,11 @@ def test_check_all_does_not_trust_a_kernels_equality():
             interpreter.check_all(ops)
     finally:
         del af.PRIMITIVES["liar_map"]
+
+
+def test_light_none_means_no_light_ops_in_both_queues():
+    """``light=None`` is accepted by both queues alike (the sanitizer fuzzer found the
+    compiled one refusing it where the reference took it)."""
+    for cls in [c for c in (NATIVE, ready.PyReadyQueue) if c is not None]:
+        q = cls((0, 0, 0), (), None)
+        assert q.next(0.0) == 0 and q.next(0.0) == 1  # two heavy ops run side by side

@@ -27,7 +27,7 @@ from .compiled import compiled_edges
 from .extents import ExtentIndex
 from .lower import READ, lower
 from .overlap import overlap
-from .records import COVERS_LIMIT, meets_left as _meets_left, remainder as _remainder
+from .live import COVERS_LIMIT, meets_left as _meets_left, remainder as _remainder
 from .schedule import DependencyGraph
 
 
@@ -167,7 +167,7 @@ def _reference(ops, table, progress, retire: bool, prune) -> list[Dependency]:
     """The walk over ``table``, the lowering of the records ``ops``, in Python.
 
     Records are ``(op position, view, low, high, dense, layout, left, piece)`` in cells of
-    their memory group (see :mod:`.lower` and :mod:`.records`); two dense records whose
+    their memory group (see :mod:`.lower` and :mod:`.live`); two dense records whose
     extents meet overlap, anything else gets the exact test. Candidates are visited in
     record order (the compiled walk does the same, so both keep the same edges where
     pruning depends on the order). (This loop is the analysis hot path of the pure build:

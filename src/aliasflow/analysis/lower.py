@@ -15,7 +15,7 @@ imports of one buffer land in one group at the same cells.
 """
 from __future__ import annotations
 
-from itertools import chain
+from itertools import accumulate, chain
 from math import gcd
 from operator import attrgetter
 
@@ -146,31 +146,29 @@ def lower(records) -> AccessTable:
     renumber = np.cumsum(used) - 1
     views = [v for v, u in zip(candidates, used.tolist()) if u]
     entry = renumber[entry]
-    tensors = {id(v.tensor): v.tensor for v in views}
-    units, bases, shift = place_tensors(list(tensors.values()))
-    for v in views:  # reinterpreting views: their own bytes count too
-        t = v.tensor
-        if v.dtype is not t.dtype and v.dtype != t.dtype:
-            g = shift[id(t)][0]
-            units[g] = gcd(units[g], v.dtype.itemsize, v.byte_offset, *v.byte_strides)
-    groups, offsets, dims, shape_cells, stride_cells = [], [], [0], [], []
-    for v in views:
-        t, offset, shape, stride, dtype, _ = _fields(v)
-        g, delta = shift[id(t)]
-        unit, isz = units[g], t.dtype.itemsize
-        groups.append(g)
-        if unit == isz and dtype.itemsize == isz:
-            offsets.append(offset + delta // isz)  # cells are elements: shifted
-        else:
-            k = isz // unit
-            stride = tuple(s * k for s in stride)
-            span = dtype.itemsize // unit
-            if span > 1:  # an element spans several cells: a trailing dim of them
-                shape, stride = shape + (span,), stride + (1,)
-            offsets.append((delta + offset * isz) // unit)
-        shape_cells.extend(shape)
-        stride_cells.extend(stride)
-        dims.append(len(shape_cells))
+    tens = list(map(_tensor, views))
+    units, bases, shift = place_tensors(list({id(t): t for t in tens}.values()))
+    same = all(map(_same_dtype, views, tens))
+    if not same:
+        for v, t in zip(views, tens):  # reinterpreting views: their own bytes count too
+            if not _same_dtype(v, t):
+                g = shift[id(t)][0]
+                units[g] = gcd(units[g], v.dtype.itemsize, v.byte_offset, *v.byte_strides)
+    placed = list(map(shift.__getitem__, map(id, tens)))  # (group, byte offset of the tensor)
+    itemsizes = [t.dtype.itemsize for t in tens]
+    if same and all(units[g] == isz for (g, _), isz in zip(placed, itemsizes)):
+        # the usual case: every group's cells are its tensors' elements, every view of its
+        # tensor's dtype; the views' own numbers, shifted, in bulk
+        shapes = list(map(_shape, views))
+        groups = [g for g, _ in placed]
+        offsets = [o + d // isz for o, (_, d), isz in
+                   zip(map(_offset, views), placed, itemsizes)]
+        shape_cells = list(chain.from_iterable(shapes))
+        stride_cells = list(chain.from_iterable(map(_stride, views)))
+        dims = [0]
+        dims += accumulate(map(len, shapes))
+    else:
+        groups, offsets, dims, shape_cells, stride_cells = _cells(views, placed, units)
     table = AccessTable.__new__(AccessTable)
     table.n_ops = n_ops
     starts = np.zeros(n_ops + 1, np.int64)
@@ -189,6 +187,37 @@ def lower(records) -> AccessTable:
     return table
 
 
+def _cells(views, placed, units):
+    """``(groups, offsets, dims_start, shapes, strides)`` of ``views`` in cells of their
+    groups, one view at a time (views whose cells are not their tensor's elements)."""
+    groups, offsets, dims, shape_cells, stride_cells = [], [], [0], [], []
+    for v, (g, delta) in zip(views, placed):
+        t, offset, shape, stride, dtype, _ = _fields(v)
+        unit, isz = units[g], t.dtype.itemsize
+        groups.append(g)
+        if unit == isz and dtype.itemsize == isz:
+            offsets.append(offset + delta // isz)  # cells are elements: shifted
+        else:
+            k = isz // unit
+            stride = tuple(s * k for s in stride)
+            span = dtype.itemsize // unit
+            if span > 1:  # an element spans several cells: a trailing dim of them
+                shape, stride = shape + (span,), stride + (1,)
+            offsets.append((delta + offset * isz) // unit)
+        shape_cells.extend(shape)
+        stride_cells.extend(stride)
+        dims.append(len(shape_cells))
+    return groups, offsets, dims, shape_cells, stride_cells
+
+
+def _same_dtype(view, tensor) -> bool:
+    return view.dtype is tensor.dtype or view.dtype == tensor.dtype
+
+
+_tensor = attrgetter("tensor")
+_offset = attrgetter("offset")
+_shape = attrgetter("shape")
+_stride = attrgetter("stride")
 _inputs = attrgetter("input_views")
 _outputs = attrgetter("output_views")
 

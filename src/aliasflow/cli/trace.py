@@ -1,5 +1,6 @@
-"""``aliasflow trace [-m] TARGET [ARGS...]``: run a program under the PyTorch tracer and
-report its findings."""
+"""``aliasflow trace [-m] TARGET [ARGS...]``: run a program under the NumPy tracer (its own
+code rewritten at import) and, once it imports torch, the PyTorch tracer, and report the
+findings of both."""
 from __future__ import annotations
 
 import time
@@ -10,13 +11,13 @@ import typer
 
 from ..core.errors import AliasflowError
 from ..interop.script import check_target, run_target
-from ..interop.tracers import TracerUnavailable, torch_tracer
+from ..interop.tracers import numpy_tracer
 from ..reporting import Report
 from ..reporting.traces import trace_report
-from .app import (EXIT_CLEAN, EXIT_ERROR, FORMAT, IGNORE, JSON, SELECT, TIMINGS, VERBOSE,
+from .app import (EXIT_CLEAN, FORMAT, IGNORE, JSON, SELECT, TIMINGS, VERBOSE,
                   Format, app, cli_errors, emit, error_line, fail_on_option, settings)
 
-@app.command("trace", short_help="Run a Python program under the PyTorch tracer.",
+@app.command("trace", short_help="Run a Python program under the NumPy and PyTorch tracers.",
              context_settings={"allow_interspersed_args": False,
                                         "ignore_unknown_options": True})
 def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
@@ -35,10 +36,15 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
               all_: bool = typer.Option(False, "--all",
                                         help="Also list order facts: implicit flows between "
                                              "ops through different views."),
+              include: Optional[list[str]] = typer.Option(
+                  None, "--include", metavar="PACKAGE",
+                  help="Also rewrite and watch this installed package's NumPy code "
+                       "(repeatable)."),
               timings: bool = TIMINGS, verbose: bool = VERBOSE) -> None:
-    """Run SCRIPT under the PyTorch tracer, as python does, and report the findings, most
-    serious first. Options go before SCRIPT; what follows it is the program's argv. Exit
-    code: the program's when it fails, else 1 for findings at or above --fail-on, else 0."""
+    """Run SCRIPT under the NumPy tracer (and the PyTorch tracer once it imports torch), as
+    python does, and report the findings, most serious first. Options go before SCRIPT;
+    what follows it is the program's argv. Exit code: the program's when it fails, else 1
+    for findings at or above --fail-on, else 0."""
     with cli_errors():
         fmt_name, policy = settings(fmt, as_json, select, ignore, fail_on)
         check_target(target, module)
@@ -47,17 +53,14 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
             html = html.absolute()
             if not html.parent.is_dir():
                 raise AliasflowError(f"--html {html}: directory {html.parent} does not exist")
-        try:
-            trace = torch_tracer()
-        except TracerUnavailable as exc:
-            error_line(str(exc))
-            raise typer.Exit(EXIT_ERROR)
-        t = trace()
+        t = numpy_tracer()(lazy_torch=True, include=tuple(include or ()))
         start = time.perf_counter()
         status = run_target(target, list(args or []), t, module=module,
                             stdout_to_stderr=fmt_name != "text")
         ran = time.perf_counter() - start
         report = trace_report(t, policy, reuse, status=status, all=all_)
+        from ..interop.numpy_trace.report import to_json as numpy_json
+        report.data["numpy"] = numpy_json(t.numpy)
         if timings:
             report.timings = {"run": ran, "findings": time.perf_counter() - start - ran}
         text = None
@@ -65,17 +68,29 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
             text = lambda console: _text(console, t, report, reuse)  # noqa: E731
         code = emit(report, fmt_name, text)
         if html is not None:
-            from ..viz.report import write_html
-            write_html(t, html, all=all_)
-            if fmt_name == "text":
-                error_line(f"report written to {html}", "note")
+            if t.torch is None:
+                error_line("--html: the page shows PyTorch traces; this program did not "
+                           "import torch", "note")
+            else:
+                from ..viz.report import write_html
+                write_html(t.torch, html, all=all_)
+                if fmt_name == "text":
+                    error_line(f"report written to {html}", "note")
         raise typer.Exit(status if status != EXIT_CLEAN else code)
 
 
 def _text(console, t, report: Report, reuse: bool) -> None:
     data = report.data
-    console.print(f"{data['aten_calls']} aten calls, {data['storages']} storages",
-                  soft_wrap=True)
+    if not t.uses_arrays():
+        console.print("aliasflow: the program used neither NumPy nor PyTorch: nothing to "
+                      "trace", soft_wrap=True)
+        return
+    from ..interop.numpy_trace.report import watch_lines
+    if t.torch is not None:
+        console.print(f"{data['aten_calls']} aten calls, {data['storages']} storages",
+                      soft_wrap=True)
+    for line in watch_lines(t.numpy):
+        console.print(line, soft_wrap=True)
     for line in report.text_lines():
         console.print(line, soft_wrap=True)
     for op in data["failed"]:

@@ -15,20 +15,49 @@ which :func:`aliasflow.run` returns and ``op.result`` shows after a run.
 """
 from __future__ import annotations
 
-from itertools import count, repeat
-from operator import is_
 
 from .errors import AliasflowError
 from .functions import resolve
 from .interpret import execute
 from .primitives import BUILDERS, PRIMITIVES
-from .record import Access, OpRecord, Results, Value, shared_params
+from .record import OpRecord, Results, Value, shared_params
 from .values import check_name
 from .view import TensorView
 
 _set = object.__setattr__
 _QUIET = frozenset({"_record", "_results", "_frozen"})  # writes that keep the op
-_tuple_new = tuple.__new__
+_VIEW_LISTS = frozenset({"input_views", "output_views"})
+
+
+class _Views(list):
+    """A builder's list of views: a list that forgets the builder's record when it changes
+    (so ``op.input_views.append(v)`` or ``op.output_views[:] = [...]`` give a new record next
+    time, and an unchanged builder gives its record at once)."""
+
+    __slots__ = ("_op",)
+
+    def __init__(self, op, views=()):
+        super().__init__(views)
+        self._op = op
+
+    def _changed(self):
+        _set(self._op, "_record", None)
+
+
+def _changing(name):
+    method = getattr(list, name)
+
+    def wrapper(self, *args):
+        out = method(self, *args)
+        self._changed()
+        return out
+    wrapper.__name__ = name
+    return wrapper
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend",
+              "insert", "pop", "remove", "clear", "sort", "reverse"):
+    setattr(_Views, _name, _changing(_name))
 
 
 class Operation:
@@ -48,8 +77,8 @@ class Operation:
             self.kind = kind
         prim = PRIMITIVES.get(self.kind)
         self._params = prim.bind(name, params) if prim is not None else dict(params)
-        self.input_views: list[TensorView] = []
-        self.output_views: list[TensorView] = []
+        self.input_views: list[TensorView] = _Views(self)
+        self.output_views: list[TensorView] = _Views(self)
         self._results = None
         self._record = None
 
@@ -67,6 +96,8 @@ class Operation:
             BUILDERS.setdefault(cls.kind, cls)
 
     def __setattr__(self, name, value):
+        if name in _VIEW_LISTS:  # a list that tells this builder when it changes
+            value = _Views(self, value)
         _set(self, name, value)
         if name not in _QUIET:
             _set(self, "_record", None)
@@ -121,20 +152,13 @@ class Operation:
     def record(self) -> OpRecord:
         """The op as an :class:`~aliasflow.OpRecord` (the same object while the builder is
         unchanged)."""
-        ins, outs = self.input_views, self.output_views
         rec = self._record
-        if rec is not None:  # still the record of these very views?
-            seen_in, seen_out = rec.input_views, rec.output_views
-            if len(ins) == len(seen_in) and len(outs) == len(seen_out) and \
-                    all(map(is_, ins, seen_in)) and all(map(is_, outs, seen_out)):
-                return rec
-        n = len(ins)
-        ins_t, outs_t = tuple(ins), tuple(outs)
-        # Access(slot, mode, view) for each view, made by C loops (no bytecode per access)
-        accesses = tuple(map(_tuple_new, repeat(Access), zip(count(), repeat("R", n), ins_t))) \
-            + tuple(map(_tuple_new, repeat(Access), zip(count(n), repeat("W"), outs_t)))
-        rec = OpRecord._trusted(self.name, self.kind, accesses, self._frozen,
-                                0 if outs else 1, (), None, ins_t, outs_t)
+        if rec is not None:  # nothing changed since (the view lists say when they do)
+            return rec
+        outs = self.output_views
+        # its accesses (reads in slots 0..n-1, then writes) are made when first asked for
+        rec = OpRecord._trusted(self.name, self.kind, None, self._frozen, 0 if outs else 1,
+                                (), None, tuple(self.input_views), tuple(outs))
         _set(self, "_record", rec)
         return rec
 

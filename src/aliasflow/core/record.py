@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from itertools import count, repeat
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -68,8 +69,11 @@ class _RecordFields:
     then made an :class:`OpRecord` by assigning its class (the layouts are the same), since
     an OpRecord refuses every attribute write (see :class:`~aliasflow.TensorView`)."""
 
-    __slots__ = ("name", "prim", "accesses", "params", "n_values", "after", "info",
+    __slots__ = ("name", "prim", "_accesses", "params", "n_values", "after", "info",
                  "input_views", "output_views", "__weakref__")
+
+
+_tuple_new = tuple.__new__
 
 
 class OpRecord(_RecordFields):
@@ -79,6 +83,18 @@ class OpRecord(_RecordFields):
     that do not compare)."""
 
     __slots__ = ()
+
+    @property
+    def accesses(self) -> tuple:
+        """The operands: ``Access(slot, mode, view)`` each."""
+        got = self._accesses
+        if got is None:  # made from view lists: reads in slots 0..n-1, then writes
+            ins, outs = self.input_views, self.output_views
+            n = len(ins)
+            got = tuple(map(_tuple_new, repeat(Access), zip(count(), repeat("R", n), ins))) \
+                + tuple(map(_tuple_new, repeat(Access), zip(count(n), repeat("W"), outs)))
+            _set(self, "_accesses", got)
+        return got
 
     def __init__(self, name: str, prim: str, accesses=(), params=None, n_values: int = 0,
                  after=(), info=None):
@@ -128,11 +144,13 @@ class OpRecord(_RecordFields):
     def _trusted(name, prim, accesses, params, n_values=0, after=(), info=None,
                  input_views=None, output_views=None) -> "OpRecord":
         """A record from fields already checked (builders, tracers): ``accesses`` a tuple of
-        :class:`Access`, ``params`` a read-only mapping; the view tuples when known."""
+        :class:`Access`, ``params`` a read-only mapping; the view tuples when known. Given
+        ``accesses=None`` and the view tuples, the accesses are reads in slots ``0..n-1``
+        then writes, made when first asked for."""
         rec = _new(_RecordFields)
         rec.name = name
         rec.prim = prim
-        rec.accesses = accesses
+        rec._accesses = accesses
         rec.params = params
         rec.n_values = n_values
         rec.after = after
@@ -214,7 +232,7 @@ class OpRecord(_RecordFields):
 def _fill(rec, name, prim, accesses, params, n_values, after, info) -> None:
     _set(rec, "name", name)
     _set(rec, "prim", prim)
-    _set(rec, "accesses", accesses)
+    _set(rec, "_accesses", accesses)
     _set(rec, "params", params)
     _set(rec, "n_values", n_values)
     _set(rec, "after", after)

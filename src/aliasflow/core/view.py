@@ -404,6 +404,8 @@ class TensorView(_ViewFields):
 
     def has_internal_overlap(self) -> bool:
         """True when two view indices share a byte of memory."""
+        if self.size <= 1 or self.is_dense:  # every byte of a dense view is touched once
+            return False
         return solver.has_internal_overlap(self.cells(_cell_unit(self)))
 
     def _ndarray(self) -> np.ndarray:

@@ -24,7 +24,7 @@ from ..core import interpret
 from ..core.errors import AliasflowError, ExecutionError
 from ..core.record import Value
 
-_VIEW_KEY = attrgetter("shape", "stride", "dtype")
+_VIEW_KEY = attrgetter("shape", "stride", "dtype", "tensor.storage", "tensor.dtype")
 _MISSING = object()
 _FLOATS = frozenset({float, np.float16, np.float32, np.float64})
 _float_bits = struct.Struct("<d").pack
@@ -74,8 +74,10 @@ def signature(rec, keys: dict | None = None) -> tuple | None:
                                                              params_key(rec.params))
     if pk is None:
         return None
-    return (rec.prim, pk, tuple([(a.mode, id(a.view.tensor), *_VIEW_KEY(a.view))
-                                 for a in rec.accesses]))
+    # a view's layout, dtype and memory (its tensor's storage object and element type: two
+    # tensors over one storage with one dtype check alike)
+    return (rec.prim, pk, tuple(map(_VIEW_KEY, rec.input_views)),
+            tuple(map(_VIEW_KEY, rec.output_views)))
 
 
 def check_all(records) -> tuple[list, bytes]:
@@ -109,76 +111,101 @@ def check_all(records) -> tuple[list, bytes]:
     return prims, bytes(light)
 
 
-class _Arrays:
-    """NumPy arrays over views, made once per view object in a run. A one-dimensional view
-    of its tensor's dtype with a positive stride is a basic slice of the tensor's flat array
-    (the same memory, strides and flags as ``view.numpy()`` gives, at a fraction of the
-    cost); any other view is made by the view itself."""
+def _flat(tensor, flats: dict) -> np.ndarray:
+    """The tensor's storage as a flat array of its dtype (made once per tensor in a run)."""
+    flat = flats.get(id(tensor))
+    if flat is None:
+        storage = tensor.storage
+        buf = storage._bytes if storage._bytes is not None else storage.bytes
+        isz = tensor.dtype.itemsize
+        flat = flats[id(tensor)] = buf[:buf.nbytes // isz * isz].view(tensor.dtype)
+    return flat
 
-    __slots__ = ("made", "flats")
 
-    def __init__(self):
-        self.made: dict = {}
-        self.flats: dict = {}
-
-    def __call__(self, view, writable: bool) -> np.ndarray:
+def _arrays(views, made: dict, flats: dict, writable: bool) -> list:
+    """NumPy arrays over ``views``, made once per view object in a run. A one-dimensional
+    view of its tensor's dtype with a positive stride is a basic slice of the tensor's flat
+    array (the same memory, strides and flags as the view's own array, at a fraction of the
+    cost); any other view makes its own (read-only where writing would be ambiguous, unless
+    ``writable``)."""
+    out = []
+    for view in views:
         key = id(view) if writable else ~id(view)
-        arr = self.made.get(key)
+        arr = made.get(key)
         if arr is None:
-            arr = self.made[key] = self._make(view, writable)
-        return arr
+            shape, stride = view.shape, view.stride
+            t = view.tensor
+            if len(shape) == 1 and stride[0] > 0 and shape[0] and view.dtype is t.dtype:
+                flat = flats.get(id(t))
+                if flat is None:
+                    flat = _flat(t, flats)
+                o = view.offset
+                arr = flat[o:o + (shape[0] - 1) * stride[0] + 1:stride[0]]
+            else:
+                arr = view._ndarray() if writable else view.numpy()
+            made[key] = arr
+        out.append(arr)
+    return out
 
-    def _make(self, view, writable: bool) -> np.ndarray:
-        t = view.tensor
-        shape = view.shape
-        if len(shape) == 1 and shape[0] and view.stride[0] > 0 and view.dtype is t.dtype:
-            flat = self.flats.get(id(t))
-            if flat is None:
-                storage = t.storage
-                buf = storage._bytes if storage._bytes is not None else storage.bytes
-                flat = self.flats[id(t)] = buf[:buf.nbytes // t.dtype.itemsize *
-                                               t.dtype.itemsize].view(t.dtype)
-            o, s = view.offset, view.stride[0]
-            return flat[o:o + (shape[0] - 1) * s + 1:s]
-        return view._ndarray() if writable else view.numpy()
+
+def _bind(prim, params) -> tuple:
+    """``(kernel bound to params or None, into or None, value or None)`` of a kind: None for
+    the kernel means the reference way (every check per call); the value, of a uniform kind
+    that takes no inputs (a fill), is its one value."""
+    if prim.prepare is None or prim.outputs != "all":
+        return None, None, None
+    fn = prim.prepare(params)
+    if prim.uniform and not prim.arity:
+        return fn, None, np.asarray(fn([]))
+    return fn, prim.into, None
 
 
 class Steps:
     """The steps of a run: ``steps(k)`` runs record ``k`` (see the module docstring); its
-    values go into ``results``. Each record's step is a tuple made once: its kernel bound to
-    its parameters, its input and output arrays, the output views (for messages)."""
+    values go into ``results``. Each record's step is a tuple made once: the record, its
+    primitive, its kernel bound to its parameters, its input and output arrays, the kind's
+    ``into`` when it has one output, and the value itself for a uniform kind without inputs
+    (a fill: one value for every element, checked to fit every output before the run)."""
 
     __slots__ = ("records", "items", "results")
 
     def __init__(self, records, prims, results: dict):
         self.records = records
         self.results = results
-        array = _Arrays()
-        bound: dict = {}  # id(params) -> the kernel bound to them (records keep params alive)
+        made: dict = {}
+        flats: dict = {}
+        # per kind: id(params) -> (the kernel bound to them, into, the value of a uniform kind
+        # without inputs); records keep their params alive, so the ids are theirs
+        bound: dict = {}
         items = []
+        append = items.append
         for rec, prim in zip(records, prims):
-            ins = [array(v, False) for v in rec.input_views]
-            outs = [array(v, True) for v in rec.output_views]
-            if prim.prepare is None or prim.outputs != "all":
-                fn = None  # the reference way, every check made per call
-            else:
-                key = (prim.name, id(rec.params))
-                fn = bound.get(key)
-                if fn is None:
-                    fn = bound[key] = prim.prepare(rec.params)
-            items.append((rec, prim, fn, ins, outs,
-                          prim.into if len(outs) == 1 and fn is not None else None))
+            ins = _arrays(rec.input_views, made, flats, False) if rec.input_views else []
+            outs = _arrays(rec.output_views, made, flats, True)
+            kind = bound.get(prim)
+            if kind is None:
+                kind = bound[prim] = {}
+            got = kind.get(id(rec.params))
+            if got is None:
+                got = kind[id(rec.params)] = _bind(prim, rec.params)
+            fn, into, value = got
+            append((rec, prim, fn, ins, outs, into if len(outs) == 1 else None,
+                    value if outs and not ins else None))
         self.items = items
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __call__(self, k: int) -> None:
-        rec, prim, fn, ins, outs, into = self.items[k]
-        if fn is None:
+        rec, prim, fn, ins, outs, into, value = self.items[k]
+        if value is not None and not value.ndim:  # one value everywhere: it fits each output
+            for arr in outs:
+                arr[...] = value
+            return
+        if fn is None:  # the reference way, every check made per call
             values = interpret.compute(rec, prim, ins, outs)
-            for j, value in enumerate(values[:rec.n_values]):
-                self.results[Value(rec.name, j)] = value
+            for j, got in enumerate(values[:rec.n_values]):
+                self.results[Value(rec.name, j)] = got
             return
         try:
             if into is not None and into(rec.params, ins, outs[0]):

@@ -51,11 +51,16 @@ def exit_status(code) -> int:
     return 1
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def _print_exception(exc: BaseException) -> None:
-    """Print the traceback as Python would for the script: from its first frame on."""
+    """Print the traceback as Python would for the script: from its first frame on (the
+    runner's, runpy's and a tracer's own run_path/run_module frames left out)."""
     tb = exc.__traceback__
     ours = {__file__, runpy.__file__, "<frozen runpy>"}
-    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
+    while tb is not None and (tb.tb_frame.f_code.co_filename in ours or
+                              tb.tb_frame.f_code.co_filename.startswith(_PACKAGE)):
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb)
 

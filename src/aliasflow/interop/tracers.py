@@ -1,5 +1,6 @@
 """The tracers the command line, the pytest plugin and the notebook magic can use, each
-found without importing its framework until it is asked for."""
+found without importing its framework until it is asked for: ``torch_tracer()`` (PyTorch
+alone) and ``numpy_tracer()`` (NumPy, and PyTorch when the program uses it)."""
 from __future__ import annotations
 
 TORCH_MISSING = "tracing PyTorch programs needs PyTorch: pip install 'aliasflow[torch]'"
@@ -23,3 +24,15 @@ def torch_tracer():
                                 f"{type(exc).__name__}: {exc})") from None
     from .torch_trace import trace
     return trace
+
+
+def numpy_tracer():
+    """The tracer ``aliasflow trace`` runs programs under: NumPy (always: NumPy is a
+    dependency) and PyTorch once the program imports it, where it is installed. A factory
+    ``(lazy_torch=True, include=()) -> Trace`` whose ``run_path``/``run_module`` rewrite the
+    program's own code (see ``interop/numpy_trace/joint.py``)."""
+    from .numpy_trace.joint import Trace
+
+    def make(lazy_torch: bool = True, include=()):
+        return Trace(lazy_torch=lazy_torch, include=include)
+    return make

@@ -253,7 +253,9 @@ PyObject* queue_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
                 ++c->unmet[size_t(t)];
             }
         c->light.assign(size_t(n), 0);
-        if (nargs == 3 && !read_flags(PyTuple_GET_ITEM(args, 2), c->light, "light")) {
+        // light=None is no flags, as in the reference (PyReadyQueue)
+        if (nargs == 3 && PyTuple_GET_ITEM(args, 2) != Py_None &&
+            !read_flags(PyTuple_GET_ITEM(args, 2), c->light, "light")) {
             delete c;
             return nullptr;
         }

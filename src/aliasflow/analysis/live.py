@@ -1,11 +1,12 @@
-"""Live access records of the dependency walk and what a write leaves of them.
+"""Live accesses of the dependency walk and what a write leaves of them.
 
-A record is ``(op position, view, low, high, dense, layout, left, piece)`` in cells of its
-memory group (see :mod:`.lower`): ``left`` is None, or the cells of a non-dense record not
-yet overwritten; ``piece`` says a dense record is a piece a dense write cut from a record.
+The walk keeps a record of each live access (not to be confused with op records): a record
+is ``(op position, view, low, high, dense, layout, left, piece)`` in cells of its memory
+group (see :mod:`.lower`): ``left`` is None, or the cells of a non-dense record not yet
+overwritten; ``piece`` says a dense record is a piece a dense write cut from a record.
 :func:`remainder` is what a write leaves live of a record; :func:`meets_left` tests an
-access against the cells left. The compiled walk (``_native_src/walk.hpp``) does
-the same, step for step.
+access against the cells left. The compiled walk (``_native_src/walk.hpp``) does the same,
+step for step.
 """
 from __future__ import annotations
 

@@ -1,0 +1,290 @@
+"""Findings of a NumPy trace, in the classes the PyTorch tracer's findings use.
+
+Classes, most serious first:
+
+- ``wrong``: the operation's result differs from copy semantics, confirmed by re-running it
+  on copies (``differs`` elements; ``example`` = (index, got, expected)). Kinds:
+  ``in-op-overlap`` (what it wrote overlaps what it read), ``self-overlap-write`` (a
+  destination mapping several indices to one element), ``duplicate-index`` (repeated
+  indices writing different values), ``kernel`` (no overlap at all: NumPy's loop for this
+  layout is wrong; the finding carries the NumPy version).
+- ``hazard``: the same mechanisms where this run happened to agree with copy semantics, but
+  the same layouts with other values do not (so the result depends on NumPy's loop order),
+  outputs of one operation that overlap each other, and augmented assignments through
+  repeated indices (``a[i] += 1`` adds once per distinct index).
+- ``stale-view``: a read through a view made before a write changed some of its bytes
+  through another view: in one statement (``a[0], a[1] = a[1], a[0]`` with rows), or a
+  named view whose old bytes the program evidently meant to keep: first read only after
+  the write, and moving data back to where the write took it from (a swap through a
+  temporary that was a view). A view read before the write (an iteration over live memory)
+  is meant as a view.
+- ``order``: every other implicit flow between two operations through different views
+  (off by default: ``findings(all=True)``).
+
+The one interface towards a shared findings package is :func:`to_findings`: it turns the
+trace's observations (plain :class:`Observation` values) into finding objects, grouping
+repeats at the same lines. Swapping in shared finding classes means changing that function.
+"""
+from __future__ import annotations
+
+import os
+from bisect import bisect_left
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .memory import overlap
+from .runtime import SITES
+
+SEVERITIES = ("wrong", "hazard", "stale-view", "order")
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One suspicious event, before grouping: ``ops`` are op indices in program order,
+    ``names`` the operands as written (the written one first)."""
+    severity: str
+    kind: str
+    ops: tuple
+    names: tuple
+    count: int
+    differs: int | None = None
+    example: tuple | None = None
+    numpy: str | None = None
+
+
+@dataclass(eq=False)
+class Finding:
+    """A finding: ``severity`` (wrong, hazard, stale-view, order), ``kind`` (the mechanism),
+    ``ops`` (op records, program order), ``lines`` (``path:line`` of each op, relative to
+    the working directory), ``names`` (operands as the user wrote them), ``count`` (elements
+    involved), ``occurrences`` (how many times at these lines), ``hint`` (a fix); for
+    ``wrong``: ``differs`` (elements that differ from copy semantics) and ``example``
+    ``(index, got, expected)``; ``numpy``: the NumPy version, for a NumPy kernel bug."""
+    severity: str
+    kind: str
+    ops: list
+    lines: list
+    names: list
+    count: int
+    occurrences: int
+    hint: str
+    differs: int | None = None
+    example: tuple | None = None
+    numpy: str | None = None
+    sources: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        out = {"severity": self.severity, "kind": self.kind,
+               "ops": [op.name for op in self.ops], "lines": self.lines,
+               "names": self.names, "count": self.count, "occurrences": self.occurrences,
+               "hint": self.hint, "sources": self.sources}
+        if self.severity == "wrong":
+            out["differs"] = self.differs
+            out["example"] = None if self.example is None else {
+                "index": list(self.example[0]) if self.example[0] is not None else None,
+                "got": _json_value(self.example[1]), "expected": _json_value(self.example[2])}
+        if self.numpy is not None:
+            out["numpy"] = self.numpy
+        return out
+
+    def describe(self) -> str:
+        return f"{self.severity} ({self.kind}) at {', '.join(self.lines)}: " \
+               f"{', '.join(self.names)}"
+
+    def __repr__(self) -> str:
+        return f"Finding({self.describe()})"
+
+
+def _json_value(v):
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, complex):
+        return [v.real, v.imag]
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return str(v)
+    if isinstance(v, bytes):
+        return v.hex()
+    return v
+
+
+HINTS = {
+    ("wrong", "in-op-overlap"): "the operation reads memory it also writes, and NumPy does "
+    "not copy it first here: pass a copy of the source (`.copy()`), or write into a fresh "
+    "array and assign that",
+    ("wrong", "self-overlap-write"): "the destination maps several indices to one element "
+    "(an as_strided window): write through a view without repeated elements",
+    ("wrong", "duplicate-index"): "repeated indices write different values and NumPy does "
+    "not say which one lands: make the indices unique, or reduce the values first "
+    "(np.add.at / np.maximum.at accumulate repeats)",
+    ("wrong", "kernel"): "NumPy computes this layout wrongly without any overlap: give it "
+    "contiguous operands (np.ascontiguousarray) or compute into a fresh array and copy back",
+    ("hazard", "in-op-overlap"): "the result depends on the order NumPy's loop visits "
+    "memory (it agreed with copy semantics here by chance): pass a copy of the source",
+    ("hazard", "self-overlap-write"): "the destination maps several indices to one element: "
+    "the result depends on NumPy's loop order",
+    ("hazard", "duplicate-index"): "`a[i] op= v` with repeated indices applies each repeat "
+    "once, not once per occurrence: use the ufunc's .at (np.add.at(a, i, v)) to accumulate",
+    ("stale-view", "RAW"): "this view was made before its memory was written through "
+    "another view, so it reads the new values: take a copy (`.copy()`) when the old ones "
+    "are meant",
+    ("order", "RAW"): "implicit flow through different views: keep this order",
+    ("order", "WAR"): "implicit flow through different views: keep this order",
+    ("order", "WAW"): "implicit flow through different views: keep this order",
+}
+
+
+# ---- naming -------------------------------------------------------------------------------------
+def relative(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def line_of(note) -> str:
+    site = SITES[note[0]]
+    return f"{relative(site.path)}:{site.line}"
+
+
+def label_text(note, label) -> str:
+    """The operand ``label`` of ``note`` as the user wrote it."""
+    names = dict(SITES[note[0]].names)
+    if label == "target" and note[1] in ("setitem", "flat-setitem", "aug-setitem") and \
+            note[2] and note[2][0][3] is not None:
+        text = names.get("container", names.get("target", "?"))   # a scatter: all of it
+        return text[:-5] if text.endswith(".flat") else text
+    if label in names:
+        return names[label]
+    if isinstance(label, tuple) and label[:-1] in names and len(label) > 2:
+        return f"{names[label[:-1]]}[{label[-1]}]"
+    return str(label)
+
+
+# ---- observations ---------------------------------------------------------------------------------
+def observe(recorder, numpy_version: str) -> list[Observation]:
+    """Outcomes of confirmations and stale views, one observation each."""
+    found = []
+    for index, note in recorder.outcomes():
+        outcome = note[3]
+        writes = [a for a in note[2] if a[1] != "R"]
+        if not writes:
+            continue
+        target = writes[0]
+        readers = [a for a in note[2] if a[1] == "R" and overlap(target[2], a[2])]
+        names = (label_text(note, target[0]),) + tuple(label_text(note, a[0])
+                                                       for a in readers)
+        if outcome.kind == "duplicate-index" or not readers:
+            count = outcome.differs or _elements(target)
+        else:
+            count = _shared_elements(target, readers)
+        found.append(Observation(
+            outcome.severity, outcome.kind, (index,), names, count,
+            outcome.differs if outcome.severity == "wrong" else None,
+            outcome.example, numpy_version if outcome.kind == "kernel" else None))
+    if recorder.stale_candidates():
+        found.extend(stale_views(recorder))
+    return found
+
+
+def _elements(access) -> int:
+    if access[3] is not None:
+        return int(np.unique(access[3]).size)
+    return int(np.prod(access[2][1], dtype=np.int64))
+
+
+def _shared_elements(target, readers) -> int:
+    """Elements of the written access holding a byte some overlapping read touches
+    (enumerated: findings are few and their operands the program's own arrays)."""
+    from .memory import element_starts
+    starts = element_starts(target[2]) if target[3] is None else np.unique(target[3])
+    isz = target[2][3].itemsize
+    read_bytes = np.unique(np.concatenate([
+        np.add.outer(element_starts(r[2]), np.arange(r[2][3].itemsize)).ravel()
+        for r in readers]))
+    hit = np.isin(np.add.outer(starts, np.arange(isz)), read_bytes).any(axis=-1)
+    return int(np.unique(starts[hit]).size)
+
+
+def stale_views(recorder) -> list[Observation]:
+    ops, errors = recorder.ops, recorder.errors
+    writes = defaultdict(lambda: ([], []))     # gen -> (op indices, accesses)
+    for i, note in enumerate(ops):
+        if i in errors:
+            continue
+        for a in note[2]:
+            if a[1] != "R":
+                keys, accs = writes[a[2][4]]
+                keys.append(i)
+                accs.append(a)
+    found = []
+    checked = {}   # a read view -> op index up to which no write made it stale
+    first_read = {}   # a named view -> the op that first read it
+    for j, note in enumerate(ops):
+        if j in errors:
+            continue
+        for read in note[2]:
+            if read[1] != "R" or read[4] is None:
+                continue
+            count, how = read[4]
+            lay = read[2]
+            key = lay[:4]
+            first = first_read.setdefault((key, count), j)
+            start = max(count, checked.get(key, count))
+            keys, accs = writes.get(lay[4], ((), ()))
+            hit = None
+            for k in range(bisect_left(keys, start), bisect_left(keys, j)):
+                w = accs[k]
+                if not overlap(w[2], lay):
+                    continue
+                i = keys[k]
+                # a named view the program read before the write is one it keeps using as
+                # a view (an iteration over live memory), not one it took for a copy
+                if how == "statement" or (first > i and _round_trip(ops[i], note, lay)):
+                    hit = (i, w)
+                    break
+            if hit is None:
+                checked[key] = j
+                continue
+            i, w = hit
+            found.append(Observation(
+                "stale-view", "RAW", (i, j), (label_text(note, read[0]),
+                                               label_text(ops[i], w[0])),
+                _shared_elements(w, [read])))
+    return found
+
+
+def _round_trip(writer, reader, view) -> bool:
+    """Does the reader write back to where the writer read from (a swap through a view it
+    meant as a copy), without writing the stale view itself?"""
+    sources = [a[2] for a in writer[2] if a[1] == "R"]
+    targets = [a[2] for a in reader[2] if a[1] != "R"]
+    if any(overlap(t, view) for t in targets):
+        return False
+    return any(overlap(t, s) for t in targets for s in sources)
+
+
+# ---- the interface: observations -> findings ------------------------------------------------------
+def to_findings(observations, records, *, ops) -> list[Finding]:
+    """Finding objects for ``observations``, repeats of one severity and kind at the same
+    lines grouped into one (the first one's details, the number of occurrences), most
+    serious first. ``records[i]`` is op ``i``'s record; ``ops[i]`` its note."""
+    groups: dict = {}
+    for obs in observations:
+        lines = tuple(dict.fromkeys(line_of(ops[i]) for i in obs.ops))
+        key = (obs.severity, obs.kind, lines)
+        if key in groups:
+            groups[key][1] += 1
+        else:
+            groups[key] = [obs, 1]
+    out = []
+    for (severity, kind, lines), (obs, occurrences) in groups.items():
+        out.append(Finding(
+            severity, kind, [records[i] for i in obs.ops], list(lines), list(obs.names),
+            obs.count, occurrences, HINTS.get((severity, kind), ""), obs.differs, obs.example,
+            obs.numpy, [SITES[ops[i][0]].text for i in obs.ops]))
+    out.sort(key=lambda f: (_RANK[f.severity], int(f.ops[0].name.rsplit("#", 1)[-1])))
+    return out

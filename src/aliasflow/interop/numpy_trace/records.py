@@ -1,0 +1,135 @@
+"""The trace's notes as aliasflow op records (``af.OpRecord``), exact views by address.
+
+Memory model (the one of :func:`aliasflow.from_numpy` and of the PyTorch tracer): each
+allocation the trace met (a base-most ndarray, one lifetime) is an analysis-only
+:class:`~aliasflow.Storage` at its real address range, seen as bytes; each access is a byte
+view on it: the element grid in byte strides, the element's bytes a last dimension. So
+reinterpreted dtypes, unaligned and byte-swapped views, and two arrays over one buffer alias
+exactly, and a NumPy trace and a PyTorch trace of one program speak of the same addresses.
+
+A scattered write (fancy or mask indices, ``put``, ``fill_diagonal``) is recorded as ``"RW"``
+of the whole array it may write (the elements it leaves alone keep their values: read and
+written back), its exact element addresses in the record's ``info``.
+
+Everything that turns a note into a record goes through :func:`make_record`, the one place
+that knows the record type's constructor.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.record import Access, OpRecord
+from ...core.storage import Storage
+from ...core.view import Tensor, TensorView
+from .memory import layout_extent
+from .recorder import no_gc
+from .runtime import SITES
+
+
+@dataclass(frozen=True, eq=False)
+class OpInfo:
+    """Per-op facts for people (analyses never read them): where (``path``, ``line``, the
+    source ``text``), the NumPy ``operation``, the confirmation ``outcome`` (None: not
+    suspected, or it agreed), NumPy's ``error`` if it refused the call, and per access the
+    ``exact`` start addresses of a scattered write."""
+    path: str
+    line: int
+    text: str
+    operation: str
+    outcome: object = None
+    error: str | None = None
+    exact: tuple = ()
+
+
+def make_record(name, prim, accesses, info) -> OpRecord:
+    """The one constructor call: ``OpRecord`` with ``info`` where the record type has it
+    (the trace keeps the info by name otherwise)."""
+    try:
+        return OpRecord(name, prim, tuple(accesses), {}, 0, info=info)
+    except TypeError:
+        return OpRecord(name, prim, tuple(accesses), {}, 0)
+
+
+class Memory:
+    """Analysis-only storages, one per allocation the trace met, spanning every byte the
+    trace saw of it (an ``as_strided`` view may reach past its base's own extent)."""
+
+    def __init__(self, recorder, notes=None):
+        spans = list(recorder.spans)
+        for note in (recorder.ops if notes is None else notes):
+            for access in note[2]:
+                lay = access[2]
+                lo, hi = layout_extent(lay)
+                g = lay[4]
+                if hi > lo:
+                    a, b = spans[g]
+                    spans[g] = (min(a, lo), max(b, hi))
+        self.tensors = {}
+        for g, (lo, hi) in enumerate(spans):
+            if hi > lo:
+                storage = Storage(lo, hi - lo, name=f"np{g}@0x{lo:x}")
+                self.tensors[g] = (Tensor.on(storage, "uint8", (hi - lo,), storage.name), lo)
+        self._cache = {}
+
+    def view(self, lay, name_of) -> TensorView | None:
+        """The byte view of layout ``lay`` (None for an empty one)."""
+        address, shape, strides, dtype, g = lay
+        if 0 in shape:
+            return None
+        key = (address, shape, strides, dtype.itemsize, g)
+        v = self._cache.get(key)
+        if v is None:
+            tensor, lo = self.tensors[g]
+            v = self._cache[key] = TensorView._named_later(
+                name_of, tensor, address - lo, tuple(shape) + (dtype.itemsize,),
+                tuple(strides) + (1,))
+        return v
+
+
+def op_name(index, note) -> str:
+    return f"{note[1]}#{index}"
+
+
+def build(recorder, names, indices=None) -> list:
+    """Every note as a record, in program order (or those at ``indices``). ``names(index,
+    label) -> text`` names an access as the user wrote it."""
+    with no_gc():   # many small objects and none of them garbage: no collections meanwhile
+        return _build(recorder, names, indices)
+
+
+def _build(recorder, names, indices):
+    if indices is None:
+        pairs = list(enumerate(recorder.ops))
+        memory = Memory(recorder)
+    else:
+        pairs = [(i, recorder.note(i)) for i in indices]
+        memory = Memory(recorder, [n for _, n in pairs])
+    out = []
+    for index, note in pairs:
+        site = SITES[note[0]]
+        accesses, exact = [], []
+        for slot, (label, mode, lay, at, _created) in enumerate(note[2]):
+            view = memory.view(lay, _namer(names, index, label, lay))
+            if view is None:
+                continue
+            if at is not None:
+                mode = "RW"
+                exact.append((slot, at))
+            accesses.append(Access(slot, mode, view))
+        error = recorder.errors.get(index)
+        if error is not None:
+            accesses = []   # NumPy refused it: it touched nothing
+        outcome = note[3]
+        info = OpInfo(site.path, site.line, site.text, note[1], outcome, error, tuple(exact))
+        out.append(make_record(op_name(index, note), "numpy." + note[1], accesses, info))
+    return out
+
+
+def _namer(names, index, label, lay):
+    def name():
+        text = names(index, label)
+        dt = np.dtype(lay[3]).str
+        return f"{text} [{dt} {tuple(lay[1])} strides {tuple(lay[2])} at 0x{lay[0]:x}]"
+    return name
