@@ -74,7 +74,8 @@ def test_no_command_prints_help_and_exits_2():
 # ---- trace: the program's own status first, then findings -------------------------------
 
 pytest.importorskip("torch")
-HAZARD = "import torch\na = torch.arange(12.).reshape(3, 4)\na -= a[:, :1]\n"
+HAZARD = "import torch\na = torch.arange(12.).reshape(3, 4)\na[:, :-1] = a[:, 1:]\n"
+WRONG = "import torch\na = torch.arange(12.).reshape(3, 4)\na -= a[:, :1]\n"
 CLEAN = "import torch\na = torch.arange(12.).reshape(3, 4)\na = a - a[:, :1]\n"
 
 
@@ -122,6 +123,8 @@ def test_trace_passes_the_programs_status_through(tmp_path, tail, code):
 
 
 def test_trace_fail_on_and_selection(tmp_path):
+    assert trace_in_process("--fail-on", "wrong",
+                            script(tmp_path, WRONG, "wrong.py")).exit_code == 1
     path = script(tmp_path, HAZARD)
     assert trace_in_process("--fail-on", "none", path).exit_code == 0
     assert trace_in_process("--fail-on", "wrong", path).exit_code == 0

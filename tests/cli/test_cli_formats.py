@@ -147,7 +147,7 @@ def test_trace_json_is_the_same_in_two_runs(program):
     doc = json.loads(runs[0].stdout)
     validate_report(doc)
     assert [(f["severity"], f["kind"], f["lines"][0]) for f in doc["findings"]] == [
-        ("hazard", "in-op-overlap", "prog.py:4"), ("hazard", "self-overlap-write", "prog.py:13")]
+        ("wrong", "in-op-overlap", "prog.py:4"), ("wrong", "self-overlap-write", "prog.py:13")]
     assert [(f["kind"], f["suppressed_by"]) for f in doc["suppressed"]] == [
         ("in-op-overlap", "prog.py:6")]
     assert doc["exit_status"] == 0 and doc["summary"]["failing"] == 2
@@ -162,12 +162,12 @@ def test_trace_sarif_and_github(program):
     results = log["runs"][0]["results"]
     assert [(r["ruleId"], r["level"], r["locations"][0]["physicalLocation"]["region"]
              ["startLine"], "suppressions" in r) for r in results] == [
-        ("in-op-overlap", "warning", 4, False), ("self-overlap-write", "warning", 13, False),
-        ("in-op-overlap", "warning", 6, True)]
+        ("in-op-overlap", "error", 4, False), ("self-overlap-write", "error", 13, False),
+        ("in-op-overlap", "error", 6, True)]
     assert results[0]["locations"][0]["physicalLocation"]["artifactLocation"] == {
         "uri": "prog.py", "uriBaseId": "SRCROOT"}
     proc = aliasflow("trace", "--format", "github", program.name, cwd=program.parent)
     lines = proc.stdout.splitlines()
     assert len(lines) == 2 and all(ANNOTATION.match(line) for line in lines)
-    assert lines[0].startswith("::warning file=prog.py,line=4,title=aliasflow hazard "
+    assert lines[0].startswith("::error file=prog.py,line=4,title=aliasflow wrong "
                                "in-op-overlap::aten.sub_.Tensor")

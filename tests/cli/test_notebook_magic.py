@@ -70,7 +70,7 @@ def test_cell_magic_traces_the_cell_and_keeps_the_trace(shell):
     rows = Rows(html_of(shell, t)).rows
     assert rows[0] == ["severity", "kind", "where", "what", "hint"]
     body = rows[1:]
-    assert len(body) == 2 and body[0][:2] == ["hazard", "in-op-overlap"]
+    assert len(body) == 2 and body[0][:2] == ["wrong", "in-op-overlap"]
     assert "a -= a[:, :1]  # <b>not bold</b>" in body[0][2]   # escaped, shown as text
 
 
@@ -78,9 +78,9 @@ def test_the_magic_returns_the_report_without_suppressed_findings(shell):
     from aliasflow.notebook import aliasflow_cell
     view = aliasflow_cell(shell, "", CELL)
     rows = Rows(html_of(shell, view)).rows[1:]
-    assert [r[:2] for r in rows] == [["hazard", "in-op-overlap"]]   # line 5 is suppressed
+    assert [r[:2] for r in rows] == [["wrong", "in-op-overlap"]]   # line 5 is suppressed
     assert "1 suppressed by comments" in html_of(shell, view)
-    assert "hazard in-op-overlap" in repr(view)
+    assert "wrong in-op-overlap" in repr(view)
     clean = aliasflow_cell(shell, "--select order", CELL)
     assert Rows(html_of(shell, clean)).rows[1:] == [["no findings"]]
 
@@ -88,7 +88,7 @@ def test_the_magic_returns_the_report_without_suppressed_findings(shell):
 def test_a_finding_displays_as_a_table_too(shell):
     t = shell.user_ns["t"]
     rows = Rows(html_of(shell, t.findings()[0])).rows
-    assert len(rows) == 2 and rows[1][0] == "hazard"
+    assert len(rows) == 2 and rows[1][0] == "wrong"
 
 
 def test_fail_on_stops_the_cell_and_bad_options_are_one_line(shell, capsys):

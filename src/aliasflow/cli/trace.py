@@ -33,6 +33,9 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
               fail_on: Optional[str] = fail_on_option("hazard"),
               reuse: bool = typer.Option(False, "--reuse",
                                          help="Also list conflicts across memory reuse."),
+              all_: bool = typer.Option(False, "--all",
+                                        help="Also list order facts: implicit flows between "
+                                             "ops through different views."),
               include: Optional[list[str]] = typer.Option(
                   None, "--include", metavar="PACKAGE",
                   help="Also rewrite and watch this installed package's NumPy code "
@@ -55,7 +58,7 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
         status = run_target(target, list(args or []), t, module=module,
                             stdout_to_stderr=fmt_name != "text")
         ran = time.perf_counter() - start
-        report = trace_report(t, policy, reuse, status=status)
+        report = trace_report(t, policy, reuse, status=status, all=all_)
         from ..interop.numpy_trace.report import to_json as numpy_json
         report.data["numpy"] = numpy_json(t.numpy)
         if timings:
@@ -70,7 +73,7 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
                            "import torch", "note")
             else:
                 from ..viz.report import write_html
-                write_html(t.torch, html)
+                write_html(t.torch, html, all=all_)
                 if fmt_name == "text":
                     error_line(f"report written to {html}", "note")
         raise typer.Exit(status if status != EXIT_CLEAN else code)

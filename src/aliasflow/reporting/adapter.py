@@ -42,7 +42,8 @@ def item_from_finding(finding, race: bool = False) -> Item:
         names = [v.describe() for v in finding.views]
     occurrences = int(getattr(finding, "occurrences", 1) or 1)
     hint = getattr(finding, "hint", None)
-    steps = " -> ".join(f"{getattr(op, 'aten', op.name)} (#{op.index}"
+    steps = " -> ".join(f"{getattr(op, 'aten', None) or getattr(op, 'label', op.name)} "
+                        f"(#{op.index}"
                         f"{', failed' if getattr(op, 'failed', False) else ''})"
                         if hasattr(op, "index") else str(op.name) for op in ops)
     what = f"{finding.count} element(s)"

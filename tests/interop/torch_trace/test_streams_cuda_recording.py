@@ -75,7 +75,7 @@ def test_ops_take_the_current_stream_and_callbacks_order_them(cuda):
                 fire("EventWaitCallbacks", 77, 0)
             cuda.current = 0
             x[2:].mul_(2)                                # on the default stream
-        assert [op.stream for op in t.ops if op.accesses] == ["cuda:0x5000", "cuda:default"]
+        assert [op.info.stream for op in t.ops if op.accesses] == ["cuda:0x5000", "cuda:default"]
         races = t.races()
         if sync in (None, "deleted event"):
             (r,) = races
@@ -95,7 +95,7 @@ def test_cpu_ops_run_on_the_host(cuda):
             if blocking:   # a blocking copy synchronises the stream (PyTorch fires this)
                 fire("StreamSynchronizationCallbacks", SIDE)
             h.mul_(2)                           # host memory only: the host runs it
-        assert [op.stream for op in t.ops if op.accesses] == \
+        assert [op.info.stream for op in t.ops if op.accesses] == \
             ["cuda:0x5000", "cuda:0x5000", "host"]
         if blocking:
             assert t.races() == []

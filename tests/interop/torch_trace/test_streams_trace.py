@@ -23,7 +23,7 @@ def E(t):
 
 
 def summary(races):
-    return [(f.kinds, [op.aten for op in f.ops], f.streams, f.count) for f in races]
+    return [(f.kinds, [op.label for op in f.ops], f.streams, f.count) for f in races]
 
 
 # ---- the vocabulary ---------------------------------------------------------------------
@@ -45,14 +45,14 @@ def test_prefetch_without_wait_stream_races_and_with_it_does_not():
         else:
             (r,) = races
             assert r.kind == r.severity == "race" and r.conflict == "RAW"
-            assert [op.aten for op in r.ops] == ["aten.mul.Tensor", "aten.add.Tensor"]
+            assert [op.label for op in r.ops] == ["aten.mul.Tensor", "aten.add.Tensor"]
             assert r.streams == ["side", "default"] and r.count == 8
             assert r.elements() == list(range(8)) and not r.reuse
             line = test_prefetch_without_wait_stream_races_and_with_it_does_not.__code__
             assert [ln.rsplit(":", 1)[1] for ln in r.lines] == \
                 [str(line.co_firstlineno + 7), str(line.co_firstlineno + 10)]
             assert r.stacks[0][-1][2] == line.co_name and len(r.stacks) == 2
-            assert r.names[0] == r.names[1] == r.views[0].describe()
+            assert r.names[0] == r.names[1]   # the user's names (the findings' naming)
             data = r.to_json(elements=True)
             assert data["kind"] == "race" and data["streams"] == ["side", "default"]
             assert data["elements"] == list(range(8)) and data["conflict"] == "RAW"
@@ -137,7 +137,7 @@ def test_regions_nest_and_restore():
             x.mul_(2)                            # back on a
         x.sub_(1)
         assert t.current_stream is t.default_stream
-    assert [op.stream for op in t.ops if op.accesses] == ["b", "a", "default"]
+    assert [op.info.stream for op in t.ops if op.accesses] == ["b", "a", "default"]
     assert t.stream("a") is a
 
 
@@ -313,7 +313,7 @@ def test_random_programs_equal_brute_force(steps):
                         count = len({(byte - start) // k for byte in shared})
                         key = (i, j, _layout(a), _layout(b))
                         want.setdefault(key, [set(), count])[0].add(kind)
-    step = {op.index: k for k, op in enumerate(op for op in t.ops if op.accesses)}
+    step = {op.info.index: k for k, op in enumerate(op for op in t.ops if op.accesses)}
     assert len(step) == len(accesses)
     got = {}
     for r in t.races():
@@ -340,7 +340,8 @@ def test_the_docs_example_says_what_the_docs_say():
         exec(compile(code, str(doc), "exec"), {})
     (line,) = out.getvalue().splitlines()
     lines = code.splitlines()
-    at = [f"{doc}:{k + 1}" for k, ln in enumerate(lines)
+    from aliasflow.interop.findings import relative   # lines are relative to the cwd
+    at = [f"{relative(str(doc))}:{k + 1}" for k, ln in enumerate(lines)
           if ln.strip().startswith(("y = x", "z = y"))]
     assert line.startswith(f"RAW ['side', 'default'] {at}")
     assert line.endswith("8 [0, 1, 2, 3, 4, 5, 6, 7]")

@@ -16,18 +16,18 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 EXAMPLE = ROOT / "examples" / "trace_silent_wrong.py"
 
 
-def trace(*args, cwd=None):
+def trace(*args, cwd=ROOT):
     return subprocess.run([sys.executable, "-m", "aliasflow.cli", "trace", *map(str, args)],
                           capture_output=True, text=True, env=ENV, cwd=cwd, timeout=300)
 
 
-EXPECTED = [  # (kind, aten ops, count, line) for examples/trace_silent_wrong.py
-    ("in-op-overlap", ["aten.sub_.Tensor"], 3, 9),
-    ("in-op-overlap", ["aten.div_.Tensor"], 12, 12),
-    ("in-op-overlap", ["aten.add_.Tensor"], 9, 16),
-    ("in-op-overlap", ["aten.copy_.default"], 30, 19),
-    ("in-op-overlap", ["aten.add.out"], 4, 23),
-    ("self-overlap-write", ["aten.add_.Tensor"], 6, 28),
+EXPECTED = [  # (severity, kind, aten ops, count, line) for examples/trace_silent_wrong.py
+    ("wrong", "in-op-overlap", ["aten.sub_.Tensor"], 3, 9),
+    ("wrong", "in-op-overlap", ["aten.div_.Tensor"], 12, 12),
+    ("wrong", "in-op-overlap", ["aten.add_.Tensor"], 9, 16),
+    ("wrong", "in-op-overlap", ["aten.copy_.default"], 30, 19),
+    ("wrong", "self-overlap-write", ["aten.add_.Tensor"], 6, 28),
+    ("hazard", "in-op-overlap", ["aten.add.out"], 4, 23),
 ]
 
 
@@ -35,11 +35,14 @@ def test_script_json():
     out = trace("--json", EXAMPLE)
     assert out.returncode == 1, out.stderr   # its hazards are at the default --fail-on
     data = json.loads(out.stdout)          # the script's own prints went to stderr
-    got = [(f["kind"], f["aten"], f["count"], int(f["lines"][0].rsplit(":", 1)[1]))
-           for f in data["findings"]]
+    got = [(f["severity"], f["kind"], f["labels"], f["count"],
+            int(f["lines"][0].rsplit(":", 1)[1])) for f in data["findings"]]
     assert got == EXPECTED
-    assert [f["failed"] != [] for f in data["findings"]] == [False] * 4 + [True, False]
+    assert [f["failed"] != [] for f in data["findings"]] == [False] * 5 + [True]
+    assert all(f["lines"][0].startswith("examples/") for f in data["findings"])  # relative
     assert "refused:" in out.stderr
+    again = trace("--json", EXAMPLE)
+    assert again.stdout == out.stdout          # no addresses, no timings: identical runs
 
 
 def test_script_text_and_argv(tmp_path):
@@ -49,10 +52,10 @@ def test_script_text_and_argv(tmp_path):
                       "if '--fail' in sys.argv:\n    raise SystemExit(3)\n"
                       "if '--boom' in sys.argv:\n    raise ValueError('boom')\n")
     out = trace(script, "--json", "x")       # after the script: the script's argv
-    assert out.returncode == 1               # a hazard
+    assert out.returncode == 1               # a wrong result
     assert "argv ['--json', 'x']" in out.stdout
-    assert f"{script}:4: hazard in-op-overlap: aten.sub_.Tensor (#2): 3 element(s)" \
-        in out.stdout
+    assert f"{script}:4: wrong in-op-overlap: aten.sub_.Tensor (#2): 3 element(s) of a, " \
+        f"a[:, :1], 9 differ" in out.stdout
     assert "\n    a -= a[:, :1]\n" in out.stdout
     assert trace(script, "--fail").returncode == 3
     boom = trace(script, "--boom")
@@ -91,6 +94,8 @@ def test_html_is_self_contained(tmp_path):
     assert not re.search(r"""(src|href)\s*=|@import|url\(|<script""", html, re.I)
     assert html.count('class="finding"') == len(data["findings"]) == len(EXPECTED)
     assert "<svg" in html and html.count('class="grid"') == len(EXPECTED)
+    assert html.index('id="sec-wrong"') < html.index('id="sec-hazard"')
+    assert all(f["hint"] in html.replace("&#x27;", "'") for f in data["findings"])
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium binary")
@@ -100,9 +105,10 @@ def test_html_in_headless_chromium(tmp_path):
     dom = subprocess.run(
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
-    rows = re.findall(r'<tr class="finding" id="finding-\d+" data-kind="([^"]+)" '
-                      r'data-count="(\d+)" data-ops="([^"]+)"', dom)
-    assert rows == [(f["kind"], str(f["count"]), " ".join(f["ops"])) for f in data["findings"]]
+    rows = re.findall(r'<div class="finding" id="finding-\d+" data-severity="([^"]+)" '
+                      r'data-kind="([^"]+)" data-count="(\d+)" data-ops="([^"]+)"', dom)
+    assert rows == [(f["severity"], f["kind"], str(f["count"]), " ".join(f["ops"]))
+                    for f in data["findings"]]
     shot = tmp_path / "shot.png"
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
                     f"--user-data-dir={profile}", f"--screenshot={shot}",

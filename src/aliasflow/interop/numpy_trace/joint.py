@@ -121,7 +121,7 @@ class Trace:
         """The NumPy findings (most serious first), then the PyTorch tracer's."""
         found = self.numpy.findings(all)
         if self.torch is not None:
-            found = found + list(self.torch.findings())
+            found = found + list(self.torch.findings(all))
         return found
 
     def uses_arrays(self) -> bool:

@@ -4,21 +4,23 @@ The indices or masks are known when the op is called, so the tracer replays the 
 indexing on a probe of counters laid out like the target: each element's count is how many
 times the op writes it. The written elements become exact accesses: one dense piece per run
 of consecutive elements, up to :data:`RUN_LIMIT` pieces; beyond that the whole target view is
-recorded as a *may-write* (every element it could write), and the exact element set is kept
-on the record (``TraceOp.exact_writes``) for findings. Elements written more than once by an
-op that writes them different values (``index_put_`` without ``accumulate``, ``scatter_``
-with a source, ``index_copy_``) are a self-overlapping write.
+recorded as a *may-write* (every element it could write), with the exact element set kept
+for findings.
+
+Repeated indices: an element written more than once by one op with different values ends up
+with whichever write lands last, an order no PyTorch op promises; :func:`duplicates` finds
+them from the op's own indices and values (``index_put``/``index_put_`` without
+``accumulate``, ``scatter``/``scatter_`` with a source tensor, ``index_copy``/
+``index_copy_``, ``put``/``put_``), for the in-place and the out-of-place forms alike.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from .memory import Ref, element_starts
-
 RUN_LIMIT = 256
 
-# op base name -> (also reads the written elements, writes differing values)
+# op base name (in-place form) -> (also reads the written elements, writes differing values)
 KINDS = {
     "index_put_": None, "_index_put_impl_": None,  # decided by ``accumulate``
     "masked_fill_": (False, False), "masked_scatter_": (False, True),
@@ -28,7 +30,8 @@ KINDS = {
 }
 
 
-def _bound(spec, args, kwargs) -> dict:
+def bound(spec, args, kwargs) -> dict:
+    """The op's arguments by schema name."""
     out = {}
     for a in spec.args:
         if a.position < len(args):
@@ -38,16 +41,15 @@ def _bound(spec, args, kwargs) -> dict:
     return out
 
 
-def _counts(spec, b: dict, target: torch.Tensor):
+def _counts(base: str, b: dict, target: torch.Tensor):
     """Times each element index of ``target`` is written, or None if unknown."""
-    base = spec.base
     probe = torch.zeros(target.shape, dtype=torch.int64)
     one = torch.ones((), dtype=torch.int64)
     if base in ("index_put_", "_index_put_impl_"):
-        idx = [None if i is None else i for i in b["indices"]]
-        probe.index_put_(idx, one, accumulate=True)
+        probe.index_put_(list(b["indices"]), one, accumulate=True)
     elif base in ("masked_fill_", "masked_scatter_"):
-        probe.masked_fill_(b["mask"].expand(target.shape) if b["mask"].dim() else b["mask"], 1)
+        mask = b["mask"]
+        probe.masked_fill_(mask.expand(target.shape) if mask.dim() else mask, 1)
     elif base in ("scatter_", "scatter_add_", "scatter_reduce_"):
         index = b["index"]
         probe.scatter_add_(b["dim"], index, torch.ones(index.shape, dtype=torch.int64))
@@ -67,45 +69,46 @@ def _counts(spec, b: dict, target: torch.Tensor):
     return probe.reshape(-1).numpy()
 
 
-def written_elements(spec, args, kwargs, target, ref_before):
-    """``(reads_too, addresses, repeats)`` for a data-dependent write, or None if unknown.
-
-    ``addresses``: sorted distinct start addresses of the written elements; ``repeats``:
-    ``{address: times}`` for elements written more than once with possibly different values.
-    """
-    b = _bound(spec, args, kwargs)
-    kind = KINDS.get(spec.base)
-    if spec.base in ("index_put_", "_index_put_impl_"):
+def _kind(base: str, b: dict):
+    kind = KINDS.get(base)
+    if base in ("index_put_", "_index_put_impl_"):
         values = b.get("values")
         acc = bool(b.get("accumulate", False))
         kind = (acc, not acc and values is not None and values.numel() > 1)
-    elif spec.base == "scatter_":
+    elif base == "scatter_":
         reduce = b.get("reduce")
         kind = (reduce is not None, reduce is None and "src" in b)
-    elif spec.base == "put_":
+    elif base == "put_":
         acc = bool(b.get("accumulate", False))
         kind = (acc, not acc)
+    return kind
+
+
+def written_elements(spec, b: dict, target: torch.Tensor, starts: np.ndarray):
+    """``(reads_too, addresses)`` for an in-place data-dependent write of ``target`` (whose
+    element start addresses, in index order, are ``starts``), or None if unknown.
+    ``addresses``: sorted distinct start addresses of the written elements."""
+    kind = _kind(spec.base, b)
     if kind is None or target.is_conj() or target.is_neg():
         return None
     try:
-        counts = _counts(spec, b, target)
+        counts = _counts(spec.base, b, target)
     except Exception:  # noqa: BLE001 - PyTorch will raise the user's error itself
         return None
     if counts is None:
         return None
-    starts = element_starts(ref_before)
-    hit = counts > 0
-    addresses, inverse = np.unique(starts[hit], return_inverse=True)
-    times = np.bincount(inverse, weights=counts[hit]).astype(np.int64) if addresses.size \
-        else np.zeros(0, np.int64)
-    repeats = {}
-    if kind[1]:
-        many = times > 1
-        repeats = dict(zip(addresses[many].tolist(), times[many].tolist()))
-    return kind[0], addresses, repeats
+    return kind[0], np.unique(starts[counts > 0])
 
 
-def _runs(addresses: np.ndarray, itemsize: int):
+def starts(ptr: int, shape, stride, itemsize: int) -> np.ndarray:
+    """Start address of every element index of a tensor (index order, with repeats)."""
+    addr = np.full((), ptr, dtype=np.int64)
+    for n, s in zip(shape, stride):
+        addr = np.add.outer(addr, np.arange(n, dtype=np.int64) * (s * itemsize))
+    return addr.reshape(-1)
+
+
+def runs(addresses: np.ndarray, itemsize: int):
     """Runs of consecutive elements: ``[(first address, length)]``."""
     if addresses.size == 0:
         return []
@@ -115,19 +118,72 @@ def _runs(addresses: np.ndarray, itemsize: int):
     return list(zip(addresses[firsts].tolist(), lengths.tolist()))
 
 
-def record(raw, label: str, ref: Ref, exact) -> None:
-    """Add the accesses of a data-dependent write of ``ref`` to ``raw``."""
-    reads_too, addresses, repeats = exact
-    raw.exact[label] = addresses
-    if repeats:
-        raw.repeats[label] = repeats
-    runs = _runs(addresses, ref.itemsize)
-    if len(runs) > RUN_LIMIT or (ref.gen.address - ref.start) % ref.itemsize:
-        pieces = [(ref, True)]
-    else:
-        pieces = [(Ref(ref.gen, (a - ref.gen.address) // ref.itemsize, (n,), (1,), ref.dtype,
-                       ref.itemsize, parent=ref), False) for a, n in runs]
-    for piece, may in pieces:
-        if reads_too:
-            raw.accesses.append((label, "R", piece, may))
-        raw.accesses.append((label, "W", piece, may))
+# ---- repeated indices with differing values ------------------------------------------------
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s values as integers of its element size (NaNs with one bit pattern compare
+    equal, -0.0 and 0.0 do not)."""
+    t = t.resolve_conj().resolve_neg()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    if t.dtype == torch.bool:
+        return t.to(torch.uint8)
+    return t.view(_BITS[t.element_size()])
+
+
+def _targets(base: str, b: dict, shape):
+    """``(flat target element per write, value per write)`` for a non-accumulating indexed
+    write, or None where every write carries one value (or the form accumulates)."""
+    base = base.rstrip("_")
+    ids = torch.arange(int(np.prod(shape, dtype=np.int64)), dtype=torch.int64).reshape(shape)
+    if base in ("index_put", "_index_put_impl"):
+        if b.get("accumulate", False):
+            return None
+        lin = torch.ops.aten.index.Tensor(ids, list(b["indices"]))
+        return lin, b["values"].expand(lin.shape)
+    if base == "scatter":
+        src = b.get("src")
+        if b.get("reduce") is not None or not isinstance(src, torch.Tensor):
+            return None
+        index = b["index"]
+        lin = ids.gather(b["dim"], index)
+        vals = src[tuple(slice(0, n) for n in index.shape)] if index.dim() else src
+        return lin, vals
+    if base == "index_copy":
+        index = b["index"].reshape(-1)
+        return ids.index_select(b["dim"], index), b["source"]
+    if base == "put":
+        if b.get("accumulate", False):
+            return None
+        n = max(ids.numel(), 1)
+        return b["index"].reshape(-1) % n, b["source"].reshape(-1)
+    return None
+
+
+def duplicates(spec, b: dict, shape):
+    """Elements written more than once with differing values by one indexed write:
+    ``(flat element indices, {flat index: [values written there]} for the first few)``,
+    or None when there are none (or the op is not such a write)."""
+    got = _targets(spec.base, b, tuple(shape))
+    if got is None:
+        return None
+    lin, vals = got
+    lin = lin.reshape(-1)
+    if lin.numel() < 2:
+        return None
+    vals = vals.expand(lin.shape) if vals.dim() == 0 else vals.reshape(-1)
+    order = torch.argsort(lin, stable=True)
+    lin_s, val_s = lin[order], bits(vals)[order]
+    same_target = lin_s[1:] == lin_s[:-1]
+    if not bool(same_target.any()):
+        return None
+    differ = same_target & (val_s[1:] != val_s[:-1])
+    if not bool(differ.any()):
+        return None
+    flat = torch.unique(lin_s[1:][differ])
+    examples = {}
+    for e in flat[:4].tolist():
+        examples[e] = vals[lin == e].tolist()
+    return flat.numpy(), examples

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...analysis.overlap import overlap
 from ...analysis.stream_races import find_stream_races
 from ...analysis.streams import StreamClocks
+from ..findings.classify import _grid, _restrict, _shared_bytes
 from .memory import no_gc
 from .streams import CUDA_DEFAULT, DEFAULT
 
@@ -32,27 +32,27 @@ _HINT = ("order the two ops: make the second op's stream wait for the first's "
          "stream.wait_event(event)), or synchronize before issuing the second")
 
 
-def _name(ref) -> str:
-    """How a race names a view (the findings' naming can replace this)."""
-    return ref.describe()
-
-
 @dataclass(eq=False)
 class Race:
-    """One race: ``ops`` (two, in issue order), on ``streams``, through ``views`` (the
-    tensors as the ops passed them), with ``conflict`` the first conflict between the two
-    accesses (``RAW``: the first op writes what the second reads; ``WAR``; ``WAW``; all of
-    them in ``kinds``); ``reuse``: the two views are two lifetimes of one address.
-    ``lines`` and ``stacks`` are per op (the user's frames that issued it); ``count``: the
-    elements involved, ``elements()``: which (see :meth:`elements`)."""
+    """One race: ``ops`` (two, in issue order: their
+    :class:`~aliasflow.interop.findings.OpInfo`), on ``streams``, through ``views`` (the
+    tensors as the ops passed them, :class:`~.memory.Ref`), with ``conflict`` the first
+    conflict between the two accesses (``RAW``: the first op writes what the second reads;
+    ``WAR``; ``WAW``; all of them in ``kinds``); ``reuse``: the two views are two lifetimes
+    of one address. ``lines`` and ``stacks`` are per op (the user's frames that issued it);
+    ``names``: the tensors as the user knows them; ``count``: the elements involved,
+    ``elements()``: which (see :meth:`elements`)."""
     ops: list
     streams: list
     kinds: tuple
     views: list
     reuse: bool
     stacks: list
-    _accesses: tuple = field(repr=False, default=())
+    names: list = field(default_factory=list)
+    _slots: tuple = field(repr=False, default=())
+    _exact: tuple = field(repr=False, default=(None, None))
     _addresses: np.ndarray | None = field(default=None, repr=False)
+    occurrences = 1
 
     severity = "race"
     kind = "race"
@@ -67,10 +67,6 @@ class Race:
         return [op.line for op in self.ops]
 
     @property
-    def names(self) -> list[str]:
-        return [_name(r) for r in self.views]
-
-    @property
     def storage(self):
         """The storage generation of the first op's view."""
         return self.views[0].gen
@@ -78,18 +74,10 @@ class Race:
     def _shared_addresses(self) -> np.ndarray:
         """Start addresses of the first view's elements holding bytes both views touch."""
         if self._addresses is None:
-            a, b = self._accesses
-            ov = overlap(a.view, b.view)
-            shared = np.zeros(0, np.int64) if not ov else \
-                ov.elements().astype(np.int64) + a.ref.gen.region_start
-            for acc in (a, b):
-                if acc.may and acc.exact is not None:   # a data-dependent write: its elements
-                    exact = np.add.outer(np.asarray(acc.exact, np.int64),
-                                         np.arange(acc.ref.itemsize)).reshape(-1)
-                    shared = np.intersect1d(shared, exact)
-            ref = self.views[0]
-            k = ref.itemsize
-            self._addresses = ref.start + np.unique((shared - ref.start) // k) * k
+            a, b = self._slots
+            shared = _restrict(_restrict(_shared_bytes(a, b), a, self._exact[0]), b,
+                               self._exact[1])
+            self._addresses = _grid(a, shared)
         return self._addresses
 
     @property
@@ -111,7 +99,8 @@ class Race:
     def to_json(self, elements: bool = False) -> dict:
         rec = {"severity": self.severity, "kind": self.kind, "conflict": self.conflict,
                "kinds": list(self.kinds), "ops": [op.name for op in self.ops],
-               "aten": [op.aten for op in self.ops], "indices": [op.index for op in self.ops],
+               "labels": [op.label for op in self.ops],
+               "indices": [op.index for op in self.ops],
                "streams": list(self.streams), "count": self.count, "lines": self.lines,
                "sources": [op.source for op in self.ops], "names": self.names,
                "views": [r.describe() for r in self.views], "storage": self.storage.name,
@@ -125,8 +114,8 @@ class Race:
         return f"Race({self.describe()})"
 
 
-def _stream(raw) -> str:
-    return raw.stream or DEFAULT
+def _stream(call) -> str:
+    return call.stream or DEFAULT
 
 
 def clocks_of(trace):
@@ -134,7 +123,7 @@ def clocks_of(trace):
     issued op per aten call) from its synchronisation log and storage lifetimes."""
     log = trace._streams
     clocks = StreamClocks()
-    raws = trace.raw
+    raws = trace.calls
     born: dict[int, list] = {}        # op index -> generations whose lifetime starts there
     for g in trace.storages:
         born.setdefault(g.creator if g.creator is not None else g.first_op, []).append(g)
@@ -199,7 +188,7 @@ _ACTIONS = {"record": "record", "wait": "wait", "wait_stream": "wait_stream",
 def races(trace) -> list[Race]:
     """The trace's races, ordered by the later op, then the earlier one (computed once per
     trace length and synchronisation log length)."""
-    key = (len(trace.raw), len(trace._streams.entries))
+    key = (len(trace.calls), len(trace._streams.entries))
     cached = getattr(trace, "_races", None)
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -210,27 +199,30 @@ def races(trace) -> list[Race]:
 
 
 def _races(trace) -> list[Race]:
-    ops = trace.ops
     log = trace._streams
-    if len({_stream(r) for r in trace.raw}) < 2 and not log.entries:
+    if len({_stream(c) for c in trace.calls}) < 2 and not log.entries:
         return []   # one stream and no synchronisation: everything is in order
+    from .report import _state
+    built, namer = _state(trace)
+    ops, infos, refs = built.ops, built.infos, built.refs
     clocks = clocks_of(trace)
-    access_of: dict[int, object] = {}
-    for op in ops:
+    lifetime: dict[int, int] = {}    # view -> its generation (a view is of one generation)
+    for k, op in enumerate(ops):
         for a in op.accesses:
-            if a.view is not None:
-                access_of.setdefault(id(a.view), a)
+            lifetime.setdefault(id(a.view), refs[k][a.slot].gen.id)
     out = []
-    for r in find_stream_races(ops, clocks,
-                               lifetime=lambda v: access_of[id(v)].ref.gen.id):
-        a, b = ops[r.first], ops[r.second]
-        acc_a = next(x for x in a.accesses if x.view is r.first_view)
-        acc_b = next(x for x in b.accesses if x.view is r.second_view)
-        ga, gb = acc_a.ref.gen, acc_b.ref.gen
-        older, newer = (ga, gb) if ga.id < gb.id else (gb, ga)
-        out.append(Race([a, b], [a.stream, b.stream], r.kinds,
-                        [acc_a.ref.through, acc_b.ref.through],
-                        older is not newer and newer.reuses(older),
-                        [log.stacks.get(a.index, ()), log.stacks.get(b.index, ())],
-                        (acc_a, acc_b)))
+    for r in find_stream_races(ops, clocks, lifetime=lambda v: lifetime[id(v)]):
+        ka, kb = r.first, r.second
+        sa = next(x.slot for x in ops[ka].accesses if x.view is r.first_view)
+        sb = next(x.slot for x in ops[kb].accesses if x.view is r.second_view)
+        a, b = infos[ka], infos[kb]
+        ra, rb = refs[ka][sa], refs[kb][sb]
+        older, newer = (ra.gen, rb.gen) if ra.gen.id < rb.gen.id else (rb.gen, ra.gen)
+        slots = (a.slots[sa], b.slots[sb])
+        race = Race([a, b], [a.stream, b.stream], r.kinds, [ra, rb],
+                    older is not newer and newer.reuses(older),
+                    [log.stacks.get(a.index, ()), log.stacks.get(b.index, ())],
+                    _slots=slots, _exact=(a.exact.get(sa), b.exact.get(sb)))
+        race.names = [namer.slot_name(a, slots[0]), namer.slot_name(b, slots[1])]
+        out.append(race)
     return out

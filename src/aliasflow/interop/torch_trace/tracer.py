@@ -1,34 +1,59 @@
-"""The tracer: a ``TorchDispatchMode`` that records every aten call as an op record.
+"""The tracer: a ``TorchDispatchMode`` that records every aten call.
 
-At each call it notes, for every tensor argument the schema says the op reads or writes, a
-:class:`~.memory.Ref` (storage generation, offset, sizes, strides, dtype) taken *before* the
-call for reads and *after* it for writes (an ``out=`` argument may be resized by the op), the
-user's source line, and, unless ``values=False``, the bytes the op wrote (for replay).
-Nothing here keeps a traced tensor's memory alive.
+At each call it notes, for every tensor argument, its storage generation, data pointer, sizes,
+strides and dtype, taken *before* the call for reads and *after* it for writes (an ``out=``
+argument may be resized by the op), the user's source line, and the autograd sequence number
+that links a backward op to the forward op that made its node. Everything else (byte views,
+op records, names, findings) is worked out from these notes when asked for. Nothing here keeps
+a traced tensor's memory alive.
+
+The tracer never changes what the program does: anything that goes wrong inside it makes the
+op *untracked* (recorded with the reason, one warning per overload) and the op runs exactly as
+it would without the tracer; the op's own exceptions reach the program unchanged.
 """
 from __future__ import annotations
 
 import gc
-import linecache
-import weakref
 import os
 import sys
+import sysconfig
+import threading
+import warnings
+import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...core.errors import AliasflowError
-from .memory import Ref, StorageGen
-from .schema import TENSOR, op_spec
-from .streams import StreamLog
 from . import datadep
+from .confirm import rerun
+from .memory import StorageGen, may_overlap_internally, same_layout as _same_layout
+from .schema import TENSOR, spec_of
+from .streams import StreamLog
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_PAGE = 20   # generations are indexed by the 1 MiB pages they touch
 _AF_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+_PAGE = 20   # generations are indexed by the 1 MiB pages they touch
 
-
+_getframe = sys._getframe
+_storage_address = torch._C._storage_address
+_sequence_nr = torch._C._autograd._get_sequence_nr
+_current_node = torch._C._current_autograd_node
 _expired = torch.UntypedStorage._expired
+_Tensor = torch.Tensor
+_BIT_VIEWS = frozenset({"_neg_view", "imag", "_conj", "conj", "view_as_real", "real"})
+_COMPLEX = frozenset({torch.complex32, torch.complex64, torch.complex128})
+_QUANTIZED = frozenset({torch.qint8, torch.quint8, torch.qint32, torch.quint4x2,
+                        torch.quint2x4})
+_ODD_DTYPES = _QUANTIZED | _COMPLEX   # dtypes the hot path leaves to _capture
+
+
+class AliasflowTraceWarning(UserWarning):
+    """The tracer could not record an op (it ran as usual, untraced)."""
+
+
+class Untracked(Exception):
+    """A tensor the tracer cannot place in memory (sparse, nested, opaque layouts)."""
 
 
 def _free_weak_refs(cdatas, free=torch.UntypedStorage._free_weak_ref):
@@ -36,30 +61,68 @@ def _free_weak_refs(cdatas, free=torch.UntypedStorage._free_weak_ref):
         free(cdata)
 
 
-class Raw:
-    """What the mode notes per call; :class:`~.records.TraceOp` is built from it later."""
+def _text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".split("\n")[0]
 
-    __slots__ = ("index", "func", "spec", "accesses", "args", "kwargs", "results", "where",
-                 "stream", "error", "rng", "values", "exact", "repeats", "resized",
-                 "untracked")
 
-    def __init__(self, index, func, spec):
-        self.index = index
-        self.func = func
-        self.spec = spec
-        self.accesses = []      # (argument label, mode "R"/"W", Ref, may)
-        self.args = self.kwargs = None   # call template: tensors replaced by Refs
-        self.results = None     # returned value with tensors replaced by Refs
-        self.where = None       # (filename, lineno, function) of the user's frame
-        self.stream = None
-        self.error = None       # the exception text when PyTorch refused the call
-        self.rng = None         # generator state before a random op
-        self.values = None      # [(Ref, tensor copy)] of what the op wrote, for replay
-        self.exact = {}         # label -> sorted element start addresses of a data-dependent write
-        self.repeats = {}       # label -> {address: times written} where > 1
-        self.resized = set()    # arguments the op moved onto new memory (out= resizing)
-        self.untracked = None   # why the tracer could not record this call's tensors
+def _field(k: int, doc: str):
+    def get(self):
+        return self[k]
 
+    def put(self, value):
+        self[k] = value
+    return property(get, put, doc=doc)
+
+
+class Call(list):
+    """What the tracer notes about one aten call (op records are built from these later): a
+    list, as making one costs a fifth of a slotted object, with its fields named.
+
+    ``accesses``: ``(mode, argument position, list index or -1, generation or None, data
+    pointer, sizes, strides, dtype, born, bits)`` per tensor argument, ``mode`` None for a
+    tensor whose data the op does not touch; results follow with position -1. ``born``: index
+    of the call that made that tensor object (-1: before the trace), for reads of memory
+    written since it was made (-2: not needed); ``bits``: conj (2) and neg (1) bits.
+    """
+
+    __slots__ = ()
+    index = _field(0, "position among the trace's calls")
+    spec = _field(1, "the overload's OpSpec (None: its schema could not be read)")
+    func = _field(2, "the OpOverload")
+    where = _field(3, "(code object, line) of the user's frame, or None")
+    stream = _field(4, "the CPU stream region it was issued in (None: default)")
+    seq = _field(5, "autograd's sequence number when it was called")
+    node = _field(6, "sequence number of the backward node running it, or None")
+    accesses = _field(7, "the access tuples")
+    template = _field(8, "(args, kwargs) with tensors as access numbers, for replay")
+    results = _field(9, "the returned value with tensors as access numbers")
+    error = _field(10, "the exception text when PyTorch refused the call")
+    untracked = _field(11, "why the tracer could not record this call's tensors")
+    rng = _field(12, "(explicit generator?, its state) before a random op")
+    extra = _field(13, "rare facts: exact writes, duplicates, outcomes, locals")
+
+
+class _Slot:
+    """A tensor's place in the call template: access number ``k`` (shared, immutable)."""
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __repr__(self):
+        return f"<access {self.k}>"
+
+
+_SLOTS = [_Slot(k) for k in range(256)]
+
+
+def _slot(k: int) -> _Slot:
+    return _SLOTS[k] if k < 256 else _Slot(k)
+
+
+_SPECS: dict = {}          # OpOverload -> OpSpec, for every trace (None: unreadable schema)
+_SPEC_ERRORS: dict = {}
+_USER: dict = {}           # code object -> is it the user's
 
 class _Mode(TorchDispatchMode):
     def __init__(self, trace):
@@ -70,36 +133,61 @@ class _Mode(TorchDispatchMode):
         return self.trace._call(func, args, kwargs or {})
 
 
+def _internal_file(filename: str) -> bool:
+    """Frames of torch, aliasflow, installed packages and Python itself are not the user's."""
+    if filename.startswith((_TORCH_DIR, _AF_DIR, "<frozen")):
+        return True
+    return ("site-packages" + os.sep in filename or "dist-packages" + os.sep in filename
+            or filename.startswith(_STDLIB))
+
+
+_STDLIB = tuple(p + os.sep for p in {sysconfig.get_paths()["stdlib"],
+                                     sysconfig.get_paths()["platstdlib"]})
+
+
 class Trace:
     """A recorded PyTorch program. Use as ``with af.trace() as t: ...``.
 
-    ``values=False`` skips copying what each op writes: tracing is cheaper, and
-    :meth:`replay` is then unavailable. ``pause_gc`` (default True) turns Python's cyclic
-    garbage collector off while tracing (the trace makes many small objects, and repeated
-    full collections over them dominate the cost); memory freed by reference counting, which
-    is how tensors are freed, is unaffected, and cyclic garbage is collected after the trace.
+    ``values=False`` keeps no bytes: tracing is cheaper, and :meth:`replay` is then
+    unavailable. ``pause_gc`` (default True) turns Python's cyclic garbage collector off while
+    tracing (the trace makes many small objects, and repeated full collections over them
+    dominate the cost); memory freed by reference counting, which is how tensors are freed,
+    is unaffected, and cyclic garbage is collected after the trace. ``names`` (default True)
+    learns the qualified names of the parameters and buffers of the modules the program calls.
     """
 
-    def __init__(self, values: bool = True, pause_gc: bool = True):
+    def __init__(self, values: bool = True, pause_gc: bool = True, names: bool = True):
         self.values = values
         self.pause_gc = pause_gc
+        self.learn_names = names
         self._gc_was_enabled = False
-        self.raw: list[Raw] = []
+        self.calls: list[Call] = []
         self.storages: list[StorageGen] = []
-        self._by_cdata: dict[int, StorageGen] = {}
+        self._by_sid: dict[int, StorageGen] = {}
         self._weak: list = []   # StorageImpl addresses we hold weak references to
         weakref.finalize(self, _free_weak_refs, self._weak)
         self._pages: dict[int, list] = {}     # address >> _PAGE -> generations there
-        self._streams = StreamLog(self.raw)   # streams, events, synchronisation (streams.py)
+        self._born: dict[int, int] = {}       # TensorImpl address -> call that returned it
+        self._warned: set = set()
+        self._streams = StreamLog(self.calls)  # streams, events, synchronisation (streams.py)
         self._mode = None
-        self._ops = None
-        self._internal: dict[str, bool] = {}
+        self._derived = None
+        self.seq_at_start = None  # autograd's sequence number when tracing began
+        self.threads_started = 0  # threads the program started while tracing (not traced)
+        self._bits_seen = False   # a neg view of a real tensor was made: read every one's bits
+        self.names = None
         self.running = False
 
     # ---- context manager ----------------------------------------------------------------
     def __enter__(self):
         if self.running:
             raise AliasflowError("this trace is already running")
+        if self.learn_names:
+            from .names import ModuleNames
+            self.names = self.names or ModuleNames()
+            self.names.start()
+        self.seq_at_start = _sequence_nr()
+        _watch_threads(self)
         self._streams.start()
         self._mode = _Mode(self)
         self._mode.__enter__()
@@ -112,10 +200,22 @@ class Trace:
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
         self.running = False
+        _unwatch_threads(self)
         self._streams.stop()
+        if self.names is not None:
+            self.names.stop()
         if self.pause_gc and self._gc_was_enabled:
             gc.enable()
-        self._finish()
+        try:
+            self._finish()
+        except Exception as err:  # noqa: BLE001 - never turn the program's exit into ours
+            self._warn("end of trace", _text(err))
+        if self.threads_started:
+            self._warn("calls on other threads",
+                       f"the program started {self.threads_started} thread(s) while tracing; "
+                       f"a dispatch mode sees only its own thread, so their aten calls are "
+                       f"not in the trace")
+        self._derived = None
         return False
 
     # ---- streams (see streams.py) ---------------------------------------------------------
@@ -144,236 +244,503 @@ class Trace:
         """The host waits for every stream (as ``torch.cuda.synchronize()``)."""
         self._streams.add("sync")
 
+    def _warn(self, key, reason):
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        text = reason if key == "calls on other threads" else \
+            f"aliasflow could not record {key} ({reason}); it ran untraced"
+        try:
+            warnings.warn(text, AliasflowTraceWarning, stacklevel=4)
+        except Exception:  # noqa: BLE001 - warnings turned into errors: stay silent
+            pass
+
     # ---- storages -----------------------------------------------------------------------
-    def _gen(self, t: torch.Tensor, index: int, creating: bool) -> StorageGen:
+    def _gen(self, t, sid, index, creating):
+        """A new generation for ``t``'s storage (first sight, or its memory moved); None for
+        a storage without memory (meta, fake)."""
         st = t.untyped_storage()
-        cdata = st._cdata
         ptr, nbytes = st.data_ptr(), st.nbytes()
-        gen = self._by_cdata.get(cdata)
-        if gen is not None and gen.address == ptr and gen.nbytes == nbytes:
-            return gen
-        if gen is None:
+        if not ptr and (nbytes or self._unusual(t) is None):
+            return None
+        old = self._by_sid.get(sid)
+        if old is None:
             st._weak_ref()   # pins the StorageImpl object, not its bytes; freed with the trace
-            self._weak.append(cdata)
-        gen = StorageGen(len(self.storages), ptr, nbytes, index if creating else None, index,
-                         cdata)
+            self._weak.append(sid)
+        gen = StorageGen(len(self.storages), ptr, nbytes, index if creating else None, sid,
+                         "cpu" if t.is_cpu else t.device.type, index)
         if not creating:
             # memory the allocator did not just hand out may be shared with live storages
+            near = self._near(gen)
             gen.aliases = frozenset(
-                g.id for g in self._near(gen)
+                g.id for g in near
                 if g.address < gen.end and gen.address < g.end and not _expired(g.weak)
-                and self._by_cdata.get(g.weak) is g)
+                and self._by_sid.get(g.weak) is g)
+            if gen.aliases:
+                gen.group = min(self.storages[i].group for i in gen.aliases)
             if self.values:
                 gen.snapshot = st.clone()
         self.storages.append(gen)
-        pages = self._pages
-        for page in range(ptr >> _PAGE, ((ptr + max(nbytes, 1) - 1) >> _PAGE) + 1):
-            bucket = pages.get(page)
-            if bucket is None:
-                pages[page] = [gen]
-            else:
-                bucket.append(gen)
-        self._by_cdata[cdata] = gen
+        if nbytes:
+            pages = self._pages
+            for page in range(ptr >> _PAGE, ((ptr + nbytes - 1) >> _PAGE) + 1):
+                bucket = pages.get(page)
+                if bucket is None:
+                    pages[page] = [gen]
+                else:
+                    bucket.append(gen)
+        self._by_sid[sid] = gen
         return gen
 
     def _near(self, gen):
         """Generations on the same address pages as ``gen`` (a superset of those whose
         ranges meet it)."""
         out = {}
-        for page in range(gen.address >> _PAGE, ((gen.end - 1) >> _PAGE) + 1):
+        for page in range(gen.address >> _PAGE, ((max(gen.end, gen.address + 1) - 1) >> _PAGE)
+                          + 1):
             for g in self._pages.get(page, ()):
                 out[g.id] = g
         return out.values()
 
-    def _ref(self, t: torch.Tensor, index: int, creating: bool = False) -> Ref:
-        st = t.untyped_storage()
-        gen = self._by_cdata.get(st._cdata)
-        if gen is None or gen.address != st.data_ptr() or gen.nbytes != st.nbytes():
-            gen = self._gen(t, index, creating)
-        return Ref(gen, t.storage_offset(), t.shape, t.stride(), t.dtype, t.element_size(),
-                   t.is_conj(), t.is_neg())
+    def _unusual(self, t):
+        """``(None, 0)`` for a tensor without memory (meta, fake, functional wrappers), whose
+        accesses overlap nothing; raises :class:`Untracked` for layouts without plain
+        strided memory (sparse, nested, mkldnn, quantized)."""
+        if t.is_nested:
+            raise Untracked("a nested tensor")
+        layout = t.layout
+        if layout != torch.strided:
+            raise Untracked(f"a {str(layout).replace('torch.', '')} tensor")
+        if t.dtype in _QUANTIZED:
+            raise Untracked(f"a quantized tensor ({str(t.dtype).replace('torch.', '')})")
+        if t.device.type == "meta" or type(t) is not _Tensor and \
+                not isinstance(t, torch.nn.Parameter):
+            try:
+                if t.device.type == "meta" or not t.untyped_storage().data_ptr():
+                    return None
+            except Exception:  # noqa: BLE001 - a wrapper without storage
+                return None
+        return False
 
-    def _where(self):
-        f = sys._getframe(3)
-        internal = self._internal
-        while f is not None:
-            code = f.f_code
-            inside = internal.get(code)
-            if inside is None:
-                fn = code.co_filename
-                inside = internal[code] = fn.startswith((_TORCH_DIR, _AF_DIR, "<frozen"))
-            if not inside:
-                return code.co_filename, f.f_lineno, code.co_name
-            f = f.f_back
-        return None
+    def _capture(self, t, mode, pos, k, index, out, creating=False):
+        """Append ``t``'s access tuple to ``out``."""
+        try:
+            sid = _storage_address(t)
+            ptr = t.data_ptr()
+            shape = t.shape
+            stride = t.stride()
+        except Exception as exc:  # noqa: BLE001
+            if self._unusual(t) is None:
+                out.append((mode, pos, k, None, 0, tuple(t.shape), t.stride(), t.dtype, -1, 0))
+                return
+            raise Untracked(f"cannot read the memory of a {type(t).__name__} "
+                            f"({_text(exc)})") from None
+        dtype = t.dtype
+        if dtype in _QUANTIZED:
+            self._unusual(t)
+        gen = self._by_sid.get(sid)
+        if gen is None or creating or not (gen.address <= ptr <= gen.end):
+            gen = self._gen(t, sid, index, creating)
+            if gen is None:   # no memory: meta, fake
+                out.append((mode, pos, k, None, 0, tuple(shape), stride, dtype, -1, 0))
+                return
+        born = -2
+        if gen.dirty and mode is not None:
+            born = self._born.get(t._cdata, -1)
+        if mode is not None and mode != "R" and gen.creator != index:
+            gen.dirty = True
+        bits = 0
+        if self._bits_seen or dtype in _COMPLEX:
+            bits = t.is_conj() << 1 | t.is_neg()
+        out.append((mode, pos, k, gen, ptr, shape, stride, dtype, born, bits))
 
     # ---- the hot path -------------------------------------------------------------------
-    def _template(self, x, index):
-        if isinstance(x, torch.Tensor):
-            return self._ref(x, index)
-        if isinstance(x, (list, tuple)) and any(isinstance(y, torch.Tensor) for y in x):
-            return type(x)(self._template(y, index) for y in x)
-        return x
-
     def _call(self, func, args, kwargs):
-        spec = op_spec(func)
-        index = len(self.raw)
-        raw = Raw(index, func, spec)
-        raw.stream = self._streams.region
-        raw.where = self._where()
-        self.raw.append(raw)
-        self._ops = None
+        spec = _SPECS.get(func, _MISSING)
+        if spec is _MISSING:
+            spec = _spec(func)
+        calls = self.calls
+        index = len(calls)
+        # the user's frame: the first one outside torch, aliasflow and installed packages
+        f = _getframe(2)
+        user = _USER
+        while f is not None:
+            code = f.f_code
+            mine = user.get(code)
+            if mine is None:
+                mine = user[code] = not _internal_file(code.co_filename)
+            if mine:
+                break
+            f = f.f_back
+        node = _current_node()
+        streams = self._streams
+        call = Call((index, spec, func, (code, f.f_lineno) if f is not None else None,
+                     streams.region, _sequence_nr(),
+                     None if node is None else node._sequence_nr(), (), None, None, None,
+                     None, None, None))
+        calls.append(call)
+        if spec is None:
+            return self._untracked(call, func, args, kwargs, _SPEC_ERRORS.get(func))
         # a view, or a stream command (record_stream): no data touched, nothing to replay
-        if spec.view_only or (self._streams.active and
-                              self._streams.issued(raw, func, args, kwargs)):
+        if spec.view_only or (streams.active and streams.issued(call, func, args, kwargs)):
             try:
-                return func(*args, **kwargs)
+                out = func(*args, **kwargs)
             except Exception as exc:
-                raw.error = f"{type(exc).__name__}: {exc}".split("\n")[0]
+                call[10] = _text(exc)
                 raise
+            try:
+                self._views_made(spec, out, index)
+            except Exception as exc:  # noqa: BLE001
+                call[11] = _text(exc)
+            return out
         try:
-            state = self._before(raw, func, spec, index, args, kwargs)
+            accesses = self._before(call, spec, index, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - never break the user's program
-            return self._untracked(raw, func, args, kwargs, exc)
+            return self._untracked(call, func, args, kwargs, _text(exc))
+        call[7] = accesses   # kept if PyTorch refuses the call
+        finish = None
+        if spec.writes:
+            try:
+                finish = self._suspect(call, spec, func, args, kwargs, accesses, f)
+            except Exception:  # noqa: BLE001 - no confirmation, the finding stays a hazard
+                finish = None
         try:
             out = func(*args, **kwargs)
         except Exception as exc:
-            raw.error = f"{type(exc).__name__}: {exc}".split("\n")[0]
-            for label, v, tv, _ in state[0]:
-                raw.accesses.append((label, "W", tv, False))
+            call[10] = _text(exc)
             raise
         try:
-            self._after(raw, index, state, out)
+            self._after(call, spec, index, args, kwargs, accesses, out, finish)
         except Exception as exc:  # noqa: BLE001
-            raw.untracked = f"{type(exc).__name__}: {exc}".split("\n")[0]
-            raw.accesses, raw.args, raw.kwargs, raw.values = [], None, None, None
+            call[11] = _text(exc)
+            call[7], call[8], call[9] = (), None, None
+            self._warn(spec.name, call.untracked)
         return out
 
-    def _untracked(self, raw, func, args, kwargs, exc):
-        """The tracer could not read this call's tensors (a sparse or otherwise unusual
-        tensor): run it anyway, and say so (replay refuses a trace with such calls)."""
-        raw.untracked = f"{type(exc).__name__}: {exc}".split("\n")[0]
-        raw.accesses, raw.args, raw.kwargs = [], None, None
+    def _views_made(self, spec, out, index):
+        """Note when the tensor objects a view op returns were made (for stale views)."""
+        if spec.base in _BIT_VIEWS:
+            self._bits_seen = True
+        if type(out) is _Tensor:
+            self._born[out._cdata] = index
+        elif isinstance(out, (list, tuple)):
+            born = self._born
+            for o in out:
+                if isinstance(o, _Tensor):
+                    born[o._cdata] = index
+
+    def _untracked(self, call, func, args, kwargs, reason):
+        """The tracer could not record this call's tensors: run it exactly as untraced, and
+        say so (replay refuses a trace with such calls)."""
+        call.untracked = reason or "unknown"
+        call.accesses = ()
+        self._warn(call.spec.name if call.spec is not None else str(func), call.untracked)
         try:
             return func(*args, **kwargs)
-        except Exception as err:
-            raw.error = f"{type(err).__name__}: {err}".split("\n")[0]
+        except Exception as exc:
+            call.error = _text(exc)
             raise
 
-    def _before(self, raw, func, spec, index, args, kwargs):
+    def _before(self, call, spec, index, args, kwargs):
+        """The access tuples of the call's tensor arguments (and, for replay, the call with
+        each tensor replaced by its access number)."""
+        accesses: list = []
+        append = accesses.append
         n = len(args)
-        # reads (and the call template) before the call
-        Tensor, ref, template = torch.Tensor, self._ref, self._template
-        targs = [ref(a, index) if isinstance(a, Tensor) else
-                 template(a, index) if isinstance(a, (list, tuple)) else a for a in args]
-        tkwargs = {k: ref(v, index) if isinstance(v, Tensor) else
-                   template(v, index) if isinstance(v, (list, tuple)) else v
-                   for k, v in kwargs.items()} if kwargs else {}
-        raw.args, raw.kwargs = targs, tkwargs
-        writes = []
-        for a in spec.tensor_args:
-            if a.mode is None:
-                continue
-            if a.position < n:
-                value, tvalue = args[a.position], targs[a.position]
-            elif a.name in kwargs:
-                value, tvalue = kwargs[a.name], tkwargs[a.name]
+        by_sid, born_map = self._by_sid, self._born
+        plain_bits = not self._bits_seen
+        values = self.values
+        targs = list(args) if values else None
+        tkw = dict(kwargs) if values and kwargs else kwargs
+        for pos, name, is_list, mode in spec.tensors:
+            if pos < n:
+                v = args[pos]
+                holder, key = targs, pos
             else:
+                v = kwargs.get(name)
+                if v is None:
+                    continue
+                holder, key = tkw, name
+            if is_list:
+                if not isinstance(v, (list, tuple)):
+                    continue
+                marks = []
+                for j, t in enumerate(v):
+                    if isinstance(t, _Tensor):
+                        marks.append(_slot(len(accesses)))
+                        self._capture(t, mode, pos, j, index, accesses)
+                    else:
+                        marks.append(t)
+                if values:
+                    holder[key] = type(v)(marks)
                 continue
-            if a.holds == TENSOR:
-                if not isinstance(value, torch.Tensor):
-                    continue  # None, or a Python number where the schema allows one
-                items = ((a.name, value, tvalue),)
-            elif isinstance(value, (list, tuple)):
-                items = tuple((f"{a.name}[{k}]", v, tv) for k, (v, tv) in
-                              enumerate(zip(value, tvalue)) if isinstance(v, torch.Tensor))
-            else:
+            if not isinstance(v, _Tensor):
+                continue   # None, or a Python number where the schema allows one
+            if values:
+                holder[key] = _slot(len(accesses))
+            # the common case inline (a plain tensor of a storage already seen); the rest
+            # goes through _capture
+            try:
+                sid = _storage_address(v)
+                ptr = v.data_ptr()
+                shape = v.shape
+                stride = v.stride()
+                dtype = v.dtype
+                gen = by_sid.get(sid)
+            except Exception:  # noqa: BLE001
+                gen = None
+            if gen is None or dtype in _ODD_DTYPES or not gen.address <= ptr <= gen.end:
+                self._capture(v, mode, pos, -1, index, accesses)
                 continue
-            for label, v, tv in items:
-                if "R" in a.mode:
-                    raw.accesses.append((label, "R", tv, False))
-                if "W" in a.mode:
-                    writes.append((label, v, tv, a.is_out))
-        exact = None
-        if spec.data_dependent and writes:
-            exact = datadep.written_elements(spec, args, kwargs, writes[0][1], writes[0][2])
-            if exact is not None:
-                # the target is not read wholesale: only what the op's kind says it reads
-                raw.accesses = [acc for acc in raw.accesses if acc[0] != writes[0][0]]
+            born = -2
+            if mode is not None:
+                if gen.dirty:
+                    born = born_map.get(v._cdata, -1)
+                if mode != "R" and gen.creator != index:
+                    gen.dirty = True
+            append((mode, pos, -1, gen, ptr, shape, stride, dtype, born,
+                    0 if plain_bits else v.is_conj() << 1 | v.is_neg()))
+        if values:
+            call[8] = (targs, tkw)
+        if spec.switch is not None:   # unannotated writes that a flag turns on
+            flag = args[spec.switch] if spec.switch < n else \
+                kwargs.get(spec.args[spec.switch].name)
+            if not flag:
+                accesses[:] = [("R",) + acc[1:] if acc[0] == "RW" else acc
+                               for acc in accesses]
+        if spec.data_dependent and spec.writes:
+            self._exact(call, spec, args, kwargs, accesses)
         if spec.random:
             gen = kwargs.get("generator") if spec.takes_generator else None
-            raw.rng = (gen or torch.default_generator).get_state()
-        return writes, exact
+            if gen is None and spec.takes_generator:
+                pos = next((a.position for a in spec.args if a.name == "generator"), None)
+                if pos is not None and pos < n:
+                    gen = args[pos]
+            call[12] = (gen is not None, (gen or torch.default_generator).get_state())
+        return accesses
 
-    def _after(self, raw, index, state, out):
-        writes, exact = state
-        # writes after the call: out= arguments may have been resized onto new memory
-        values = [] if self.values else None
-        for label, v, tv, is_out in writes:
-            # only an out= argument can be resized or moved by the op itself
-            ref = self._ref(v, index, creating=True) if is_out else tv
-            if ref.gen is not tv.gen:
-                raw.resized.add(label)
-            if exact is not None and label == writes[0][0]:
-                datadep.record(raw, label, ref, exact)
+    def _exact(self, call, spec, args, kwargs, accesses):
+        """For an in-place data-dependent write: which elements it writes, exactly."""
+        target_pos = next(a.position for a in spec.args if a.mode in ("W", "RW"))
+        k = next((j for j, acc in enumerate(accesses) if acc[1] == target_pos), None)
+        if k is None:
+            return
+        b = datadep.bound(spec, args, kwargs)
+        target = b.get(spec.args[target_pos].name)
+        acc = accesses[k]
+        if acc[3] is None or not isinstance(target, _Tensor):
+            return
+        got = datadep.written_elements(spec, b, target,
+                                       datadep.starts(acc[4], acc[5], acc[6],
+                                                      target.element_size()))
+        if got is None:
+            return
+        extra = call.extra = call.extra or {}
+        extra["exact"] = (k,) + got
+
+    def _suspect(self, call, spec, func, args, kwargs, accesses, frame):
+        """Does a written argument share memory with another argument (outside the
+        elementwise exemption) or overlap itself? Then copy the arguments to confirm."""
+        written = {}
+        groups: dict = {}
+        for j, acc in enumerate(accesses):
+            if acc[0] in ("W", "RW") and acc[3] is not None:
+                groups.setdefault(acc[3].group, []).append(j)
+        if not groups:
+            return None
+        suspect = False
+        names = {a.position: a for a in spec.args}
+        for j, acc in enumerate(accesses):
+            gen = acc[3]
+            if gen is None or acc[0] is None:
+                continue
+            for w in groups.get(gen.group, ()):
+                if w == j:
+                    continue
+                if acc[0] == "R" and (spec.elementwise or spec.foreach) and \
+                        _same_layout(accesses[w], acc) and (not spec.foreach or
+                                                            accesses[w][2] == acc[2]):
+                    continue
+                suspect = True
+        for ws in groups.values():
+            for w in ws:
+                acc = accesses[w]
+                if may_overlap_internally(tuple(acc[5]), acc[6]):
+                    suspect = True
+        if not suspect:
+            return None
+        call.extra = call.extra or {}
+        call.extra["suspect"] = True
+        if frame is not None:   # the user's variables, while they are there to see
+            from .names import frame_locals
+            tensors = {}
+            for j, acc in enumerate(accesses):
+                a = names[acc[1]]
+                v = args[a.position] if a.position < len(args) else kwargs.get(a.name)
+                tensors[j] = v[acc[2]] if acc[2] >= 0 else v
+            call.extra["locals"] = frame_locals(frame, tensors)
+        if spec.random:
+            return None
+        for ws in groups.values():
+            for w in ws:
+                acc = accesses[w]
+                a = names[acc[1]]
+                place = a.position if a.position < len(args) else a.name
+                label = a.name if acc[2] < 0 else f"{a.name}[{acc[2]}]"
+                written[(place, acc[2])] = label
+        return rerun(func, args, kwargs, written)
+
+    def _after(self, call, spec, index, args, kwargs, accesses, out, finish):
+        if finish is not None:
+            outcomes = finish()
+            call.extra["outcomes"] = outcomes
+        if spec.writes:   # a written argument may have been resized, even moved (out=)
+            self._moved(call, spec, index, args, kwargs, accesses)
+        if spec.any_fresh or spec.returns:
+            call.results = self._results(spec, out, index, accesses)
+        if spec.data_dependent:
+            self._duplicates(call, spec, args, kwargs, accesses, out)
+        call.accesses = accesses
+
+    def _moved(self, call, spec, index, args, kwargs, accesses):
+        """Re-read written arguments the op resized: on new memory, a new generation."""
+        n = len(args)
+        for j, acc in enumerate(list(accesses)):
+            if acc[0] not in ("W", "RW") or acc[3] is None or acc[1] < 0:
+                continue
+            a = spec.args[acc[1]]
+            v = args[a.position] if a.position < n else kwargs.get(a.name)
+            t = v[acc[2]] if acc[2] >= 0 else v
+            if t.data_ptr() == acc[4] and t.shape == acc[5] and t.stride() == acc[6]:
+                continue
+            st = t.untyped_storage()
+            moved = acc[3].address != st.data_ptr() or acc[3].nbytes != st.nbytes()
+            again: list = []
+            self._capture(t, acc[0] if not moved else "W", acc[1], acc[2], index, again,
+                          creating=moved)
+            if moved and acc[0] == "RW":   # it read the old memory and wrote the new
+                accesses[j] = ("R",) + acc[1:]
+                j = len(accesses)
+                accesses.append(again[0])
             else:
-                raw.accesses.append((label, "W", ref, False))
-            if values is not None:
-                values.append((ref, v.clone()))
-        raw.results = self._results(out, index, raw, values)
-        raw.values = values
-        if not raw.accesses:   # nothing to replay: keep no arguments (they may hold memory)
-            raw.args = raw.kwargs = raw.results = None
+                accesses[j] = again[0]
+            if moved:
+                call.extra = call.extra or {}
+                call.extra.setdefault("resized", set()).add(j)
 
-
-    def _results(self, out, index, raw, values):
-        if isinstance(out, torch.Tensor):
-            st = out.untyped_storage()
-            gen = self._by_cdata.get(st._cdata)
-            fresh = gen is None or gen.address != st.data_ptr() or gen.nbytes != st.nbytes()
-            ref = self._ref(out, index, creating=fresh)
-            if fresh:
-                raw.accesses.append(("result", "W", ref, False))
-                if values is not None:
-                    values.append((ref, out.clone()))
-            return ref
+    def _results(self, spec, out, index, accesses):
+        born = self._born
+        if isinstance(out, _Tensor):
+            born[out._cdata] = index
+            if spec.fresh and spec.fresh[0]:
+                k = len(accesses)
+                self._capture(out, "W", -1, -1, index, accesses, creating=True)
+                self._keep_uninitialized(spec, accesses[k], out)
+                return _slot(k)
+            return None
         if isinstance(out, (list, tuple)):
-            return type(out)(self._results(o, index, raw, values) for o in out)
-        return out
+            res = []
+            for j, o in enumerate(out):
+                if isinstance(o, _Tensor):
+                    born[o._cdata] = index
+                    if j < len(spec.fresh) and spec.fresh[j] or (
+                            len(spec.returns) == 1 and spec.fresh and spec.fresh[0]):
+                        k = len(accesses)
+                        self._capture(o, "W", -1, j, index, accesses, creating=True)
+                        self._keep_uninitialized(spec, accesses[k], o)
+                        res.append(_slot(k))
+                        continue
+                    res.append(None)
+                elif isinstance(o, (list, tuple)):   # a list return inside a tuple
+                    sub = []
+                    for q, p in enumerate(o):
+                        if isinstance(p, _Tensor) and j < len(spec.fresh) and spec.fresh[j]:
+                            k = len(accesses)
+                            self._capture(p, "W", -1, 1000 * (j + 1) + q, index, accesses,
+                                          creating=True)
+                            sub.append(_slot(k))
+                        else:
+                            sub.append(None)
+                    res.append(type(o)(sub))
+                else:
+                    res.append(o if _plain(o) else None)
+            return type(out)(res) if isinstance(out, tuple) else res
+        return out if _plain(out) else None
+
+    def _keep_uninitialized(self, spec, acc, t):
+        gen = acc[3]
+        if spec.uninitialized and self.values and gen is not None and gen.snapshot is None:
+            gen.snapshot = t.untyped_storage().clone()
+
+    def _duplicates(self, call, spec, args, kwargs, accesses, out):
+        """Repeated indices written with different values (order-dependent results)."""
+        b = datadep.bound(spec, args, kwargs)
+        target = out if not spec.base.endswith("_") else b.get(spec.args[0].name)
+        if not isinstance(target, _Tensor):
+            return
+        got = datadep.duplicates(spec, b, tuple(target.shape))
+        if got is None:
+            return
+        flat, examples = got
+        shape = tuple(target.shape)
+        first = int(flat[0])
+        index = _unravel(first, shape)
+        value = target[index].item() if target.dim() else target.item()
+        call.extra = call.extra or {}
+        label = "result" if not spec.base.endswith("_") else spec.args[0].name
+        call.extra["duplicates"] = (label, int(flat.size), (index, value, examples[first]),
+                                    tuple(_unravel(int(e), shape) for e in flat[:4096]))
 
     # ---- end of trace -------------------------------------------------------------------
     def _finish(self):
+        import zlib
         for gen in self.storages:
-            latest = self._by_cdata.get(gen.weak) is gen
+            latest = self._by_sid.get(gen.weak) is gen
             gen.alive_at_end = latest and not _expired(gen.weak)
-            if gen.alive_at_end and self.values:
+            if gen.alive_at_end and self.values and gen.device == "cpu":
                 st = torch.UntypedStorage._new_with_weak_ptr(gen.weak)
-                if st is not None and st.data_ptr() == gen.address:
-                    gen.final = st.clone()
+                if st is not None and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
+                    data = torch.empty(0, dtype=torch.uint8).set_(st)
+                    gen.final_crc = zlib.crc32(data.numpy()) if gen.nbytes else 0
+                    if gen.nbytes <= 1 << 16:
+                        gen.final_bytes = st.clone()
                 else:
                     gen.alive_at_end = False
 
     # ---- results ------------------------------------------------------------------------
+    def _build(self):
+        if self._derived is None or self._derived[0] != len(self.calls):
+            from .records import build_ops as build
+            self._derived = (len(self.calls), build(self))
+        return self._derived[1]
+
     @property
     def ops(self):
-        """The op records (:class:`~.records.TraceOp`), in program order, ready for
-        ``af.analyze``, ``af.value_flow``, ``af.find_races``."""
-        if self._ops is None:
-            from .records import build_ops
-            self._ops = build_ops(self)
-        return self._ops
+        """The op records (``af.OpRecord``), in program order, ready for ``af.analyze``,
+        ``af.value_flow``, ``af.find_races``; ``t.info(op)`` says what the tracer knows of
+        each (aten overload, source line, arguments)."""
+        return self._build().ops
+
+    def info(self, op):
+        """The tracer's facts about op record ``op`` (or its index): ``op.info``."""
+        return self._build().infos[op] if isinstance(op, int) else op.info
+
+    @property
+    def raw(self):
+        return self.calls
 
     def __len__(self) -> int:
-        return len(self.raw)
+        return len(self.calls)
 
-    def findings(self):
-        """Findings, most serious first (see :mod:`.findings`)."""
-        from .findings import find
-        return find(self)
+    def findings(self, all: bool = False):  # noqa: A002 - the issue's name for the switch
+        """Findings, most serious first (``wrong``, ``hazard``, ``stale-view``; with
+        ``all=True`` also ``order``): see :mod:`aliasflow.interop.findings`."""
+        from .report import findings
+        return findings(self, all)
 
     def reuse(self):
         """Conflicts across memory reuse (a freed storage's address given to a new one)."""
-        from .findings import reuse
+        from .report import reuse
         return reuse(self)
 
     def races(self):
@@ -387,17 +754,18 @@ class Trace:
         from .replay import replay
         return replay(self, workers)
 
-    def to_json(self, elements: bool = False) -> dict:
+    def to_json(self, all: bool = False, elements: bool = False,  # noqa: A002
+                timings: bool = False) -> dict:
         from .report import to_json
-        return to_json(self, elements)
+        return to_json(self, all=all, elements=elements, timings=timings)
 
-    def source_line(self, where) -> str:
-        if where is None:
-            return ""
-        return linecache.getline(where[0], where[1]).strip()
+    def html_model(self, all: bool = False) -> dict:  # noqa: A002
+        """The data of the HTML report (``aliasflow.viz.report.write_html`` renders it)."""
+        from .report import html_model
+        return html_model(self, all)
 
     def __repr__(self) -> str:
-        return f"Trace({len(self.raw)} aten calls, {len(self.storages)} storages)"
+        return f"Trace({len(self.calls)} aten calls, {len(self.storages)} storages)"
 
     def _repr_html_(self) -> str:
         """Jupyter shows a trace as a table of its findings."""
@@ -405,6 +773,58 @@ class Trace:
         return trace_html(self)
 
 
-def trace(values: bool = True, pause_gc: bool = True) -> Trace:
+_WATCHING: list = []      # traces running now, told about every thread started
+_THREAD_START = threading.Thread.start
+
+
+def _counting_start(self, *args, **kwargs):
+    for t in list(_WATCHING):
+        t.threads_started += 1
+    return _THREAD_START(self, *args, **kwargs)
+
+
+def _watch_threads(trace) -> None:
+    """Count the threads the program starts while ``trace`` runs (their calls are not seen:
+    a dispatch mode is per thread); starting a thread is otherwise unchanged."""
+    _WATCHING.append(trace)
+    threading.Thread.start = _counting_start
+
+
+def _unwatch_threads(trace) -> None:
+    if trace in _WATCHING:
+        _WATCHING.remove(trace)
+    if not _WATCHING:
+        threading.Thread.start = _THREAD_START
+
+
+_MISSING = object()
+
+
+def _spec(func):
+    """The overload's spec, made once per process (None, with the reason kept, when its
+    schema cannot be read)."""
+    try:
+        spec = spec_of(func)
+    except Exception as exc:  # noqa: BLE001 - the op is then untracked, not broken
+        _SPEC_ERRORS[func] = f"cannot read its schema: {_text(exc)}"
+        spec = None
+    _SPECS[func] = spec
+    return spec
+
+
+def _plain(x) -> bool:
+    return x is None or isinstance(x, (bool, int, float, complex, str, torch.dtype,
+                                       torch.device, torch.Size))
+
+
+def _unravel(flat: int, shape) -> tuple:
+    out = []
+    for n in reversed(shape):
+        out.append(int(flat % n) if n else 0)
+        flat //= max(n, 1)
+    return tuple(reversed(out))
+
+
+def trace(values: bool = True, pause_gc: bool = True, names: bool = True) -> Trace:
     """Trace the PyTorch program run inside ``with af.trace() as t:`` (see :class:`Trace`)."""
-    return Trace(values=values, pause_gc=pause_gc)
+    return Trace(values=values, pause_gc=pause_gc, names=names)

@@ -1,0 +1,285 @@
+"""The classifier: op records plus :class:`~.model.OpInfo` -> findings, most serious first.
+
+- ``in-op-overlap``: a written argument shares bytes with another argument of the same op,
+  outside the pairs the producer marked harmless (an elementwise op whose argument *is* the
+  written view). ``wrong`` when re-running the op on copies gave a different value for some
+  element of a written argument; ``hazard`` when it agreed, could not run, or the framework
+  refused the op (it then stays in the trace as failed, with this finding).
+- ``self-overlap-write``: a written view maps several indices to one element. ``wrong`` when
+  the re-run differed or copy semantics would give such an element different values;
+  ``hazard`` otherwise, unless the op writes one value everywhere (``uniform``).
+- ``duplicate-index``: repeated indices written with different values (``wrong``).
+- ``stale-view`` (kind ``RAW``): a read through a view object made before a write by another
+  op that changed some of its bytes through a view reaching beyond it (``first = x[:, :1]``,
+  then ``x[..., :1] = ...``, then reading ``first``: the program may have expected a copy).
+  Writes through the view itself or through a part of it (``x[2:5] = y`` then reading ``x``,
+  a static KV cache written a slot at a time and read whole) are what views are for.
+- ``order`` (``RAW``/``WAR``/``WAW``, only with ``all=True``): see :mod:`.order`.
+
+Findings at the same source lines with the same severity, kind and names are grouped: one
+finding, the first one's details, ``occurrences`` counting the repeats.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+import numpy as np
+
+from ...analysis.overlap import memory_meets, overlap
+from ...core.view import Tensor, TensorView
+from .model import RANK, Finding, slot_name
+
+EXAMPLES = 4
+
+
+def _grid(slot, byte_addresses: np.ndarray) -> np.ndarray:
+    """Start addresses of the ``slot``-dtype elements (on its grid) holding the bytes."""
+    k = slot.itemsize
+    return slot.start + np.unique((byte_addresses - slot.start) // k) * k
+
+
+_BYTE_VIEWS: dict = {}
+_U8 = np.dtype("uint8")
+
+
+def byte_view(v):
+    """The same memory as view ``v``, one byte per element: ``v``'s shape and byte strides
+    with the element's bytes as a last dim, over the bytes of ``v``'s storage (overlaps of
+    byte views count and list bytes)."""
+    if v.dtype == _U8 and v.tensor.dtype == _U8:
+        return v
+    got = _BYTE_VIEWS.get(v.key)
+    if got is None:
+        if len(_BYTE_VIEWS) > 1 << 16:
+            _BYTE_VIEWS.clear()
+        t = v.tensor if v.tensor.dtype == _U8 else Tensor.on(v.tensor.storage, "uint8")
+        got = _BYTE_VIEWS[v.key] = TensorView._make(
+            lambda: v.name, t, v.byte_offset, v.shape + (v.dtype.itemsize,),
+            v.byte_strides + (1,), _U8)
+    return got
+
+
+def shared_bytes(va, vb) -> np.ndarray:
+    """Absolute addresses of the bytes two views both touch, sorted."""
+    ov = overlap(byte_view(va), byte_view(vb))
+    if not ov:
+        return np.zeros(0, np.int64)
+    return ov.elements().astype(np.int64) + va.tensor.storage.address
+
+
+def _shared_bytes(a, b) -> np.ndarray:
+    return shared_bytes(a.view, b.view)
+
+
+def _restrict(addresses, slot, exact):
+    """Addresses of ``slot`` restricted to the elements it really wrote (``exact``)."""
+    if exact is None:
+        return addresses
+    bytes_ = np.add.outer(np.asarray(exact, np.int64), np.arange(slot.itemsize)).reshape(-1)
+    return np.intersect1d(addresses, bytes_)
+
+
+def _outcome_for(info, label):
+    if not info.outcomes:
+        return None, None
+    own = next((o for o in info.outcomes if o.label == label), None)
+    worst = max(info.outcomes, key=lambda o: (o.differs + o.conflicts, o.differs))
+    return own, worst
+
+
+def _in_op(info) -> list[Finding]:
+    found = []
+    slots = info.slots
+    for w, ws in enumerate(slots):
+        if ws.mode not in ("W", "RW") or ws.view is None:
+            continue
+        hits, involved = [], [ws]
+        for k, s in enumerate(slots):
+            if k == w or s.view is None or s.mode is None or (w, k) in info.exempt:
+                continue
+            if s.mode in ("W", "RW") and k < w:
+                continue   # a pair of written arguments is reported once, at the first
+            if not memory_meets(ws.view, s.view) or not overlap(ws.view, s.view):
+                continue
+            hits.append(_restrict(_restrict(_shared_bytes(ws, s), ws, info.exact.get(w)), s,
+                                  info.exact.get(k)))
+            if s not in involved:
+                involved.append(s)
+        if not hits:
+            continue
+        addresses = _grid(ws, np.concatenate(hits))
+        if not addresses.size:
+            continue
+        own, worst = _outcome_for(info, ws.label)
+        pick = own if own is not None and own.differs else worst
+        if pick is not None and pick.differs:
+            found.append(Finding("wrong", "in-op-overlap", [info], int(addresses.size),
+                                 involved, differs=pick.differs, example=pick.example,
+                                 _addresses=addresses))
+        else:
+            note = "refused by the framework" if info.failed else (
+                "this run agreed with copy semantics" if info.outcomes else "not re-run")
+            found.append(Finding("hazard", "in-op-overlap", [info], int(addresses.size),
+                                 involved, note=note, _addresses=addresses))
+    return found
+
+
+_REPEATS: dict = {}
+
+
+def _may_repeat(view) -> bool:
+    """False when the view's dims provably never reach one byte twice (each byte stride, in
+    increasing order, steps past everything the smaller ones and the element reach); True
+    means "check exactly"."""
+    key = (view.shape, view.stride, view.dtype.itemsize)
+    got = _REPEATS.get(key)
+    if got is None:
+        reach = view.dtype.itemsize - 1
+        got = False
+        for s, n in sorted((abs(s), n) for n, s in zip(view.shape, view.stride) if n > 1):
+            if s <= reach:
+                got = True
+                break
+            reach += s * (n - 1)
+        if len(_REPEATS) > 1 << 16:
+            _REPEATS.clear()
+        _REPEATS[key] = got
+    return got
+
+
+def _repeated(slot) -> np.ndarray:
+    """Start addresses of the elements ``slot``'s view reaches through several indices."""
+    starts = np.full((), slot.start, dtype=np.int64)
+    for n, s in zip(slot.shape, slot.strides):
+        starts = np.add.outer(starts, np.arange(n, dtype=np.int64) * (s * slot.itemsize))
+    addresses, times = np.unique(starts.reshape(-1), return_counts=True)
+    return addresses[times > 1]
+
+
+def _self_overlap(info) -> list[Finding]:
+    found = []
+    for w, ws in enumerate(info.slots):
+        if ws.mode not in ("W", "RW") or ws.view is None:
+            continue
+        if not _may_repeat(ws.view) or not ws.view.has_internal_overlap():
+            continue
+        many = _repeated(ws)
+        if not many.size:
+            continue
+        own, _ = _outcome_for(info, ws.label)
+        if own is not None and (own.differs or own.conflicts):
+            found.append(Finding("wrong", "self-overlap-write", [info], int(many.size), [ws],
+                                 differs=own.differs or own.conflicts, example=own.example,
+                                 _addresses=many))
+        elif not info.uniform:
+            note = "refused by the framework" if info.failed else (
+                "this run agreed with copy semantics" if own is not None else "not re-run")
+            found.append(Finding("hazard", "self-overlap-write", [info], int(many.size), [ws],
+                                 note=note, _addresses=many))
+    return found
+
+
+def _duplicates(info) -> list[Finding]:
+    if not info.duplicates:
+        return []
+    label, differs, example, indices = info.duplicates
+    slot = next((s for s in info.slots if s.label == label), None)
+    if slot is None:
+        return []
+    addresses = np.unique(np.array(
+        [slot.start + sum(i * s for i, s in zip(index, slot.strides)) * slot.itemsize
+         for index in indices], np.int64))
+    return [Finding("wrong", "duplicate-index", [info], differs, [slot], differs=differs,
+                    example=example, _addresses=addresses)]
+
+
+def _distinct_bytes(view) -> int:
+    return view.size * view.dtype.itemsize if not view.has_internal_overlap() else \
+        int(np.unique(view.footprint()).size)
+
+
+def _inside(w, r) -> bool:
+    """Are all the bytes ``w`` touches inside ``r``'s footprint?"""
+    if w.view == r.view:
+        return True
+    bw, br = byte_view(w.view), byte_view(r.view)
+    base_w, base_r = bw.tensor.storage.address, br.tensor.storage.address
+    if br.is_dense and bw.extent is not None and br.extent is not None:
+        return (br.extent[0] + base_r <= bw.extent[0] + base_w and
+                bw.extent[1] + base_w <= br.extent[1] + base_r)
+    ov = overlap(bw, br)
+    return ov.count >= _distinct_bytes(w.view)
+
+
+def _stale(infos) -> list[Finding]:
+    """Reads through views made before a write through another, wider view."""
+    writes: dict = {}   # memory id -> ([op index], [(info, slot)])
+    for info in infos:
+        if info.failed:
+            continue
+        for s in info.slots:
+            if s.mode in ("W", "RW") and s.view is not None and not s.fresh:
+                keys, items = writes.setdefault(s.memory, ([], []))
+                keys.append(info.index)
+                items.append((info, s))
+    if not writes:
+        return []
+    found = []
+    for info in infos:
+        if info.failed:
+            continue
+        j = info.index
+        for r in info.slots:
+            if r.born is None or r.mode not in ("R", "RW") or r.view is None:
+                continue
+            got = writes.get(r.memory)
+            if got is None:
+                continue
+            keys, items = got
+            lo, hi = bisect_right(keys, r.born), bisect_left(keys, j)
+            for wi, w in items[lo:hi][::-1]:
+                if not memory_meets(w.view, r.view) or not overlap(w.view, r.view):
+                    continue
+                if _inside(w, r):
+                    continue
+                shared = _grid(r, _shared_bytes(r, w))
+                found.append(Finding("stale-view", "RAW", [wi, info], int(shared.size),
+                                     [r, w], _addresses=shared))
+                break   # the latest such write is the one to report
+    return found
+
+
+def group(findings: list[Finding], names) -> list[Finding]:
+    """Merge repeats: same severity, kind, source lines and names -> one finding with
+    ``occurrences`` (the first one's details; ``repeats`` keeps the others' ops)."""
+    out: dict = {}
+    for f in findings:
+        f.names = names(f)
+        key = (f.severity, f.kind, tuple(f.lines), tuple(f.names))
+        first = out.get(key)
+        if first is None:
+            out[key] = f
+        else:
+            first.occurrences += 1
+            first.repeats.append(f.ops)
+    return list(out.values())
+
+
+def classify(infos, all: bool = False, order=None, names=None) -> list[Finding]:  # noqa: A002
+    """Findings of a trace, grouped, most serious first. ``infos``: the :class:`OpInfo` of
+    every op in program order; ``order``: a function giving the order findings (called only
+    with ``all=True``); ``names(finding)``: the names of a finding's slots (for grouping)."""
+    found: list[Finding] = []
+    for info in infos:
+        if info.untracked or not info.slots:
+            continue
+        found.extend(_in_op(info))
+        found.extend(_self_overlap(info))
+        found.extend(_duplicates(info))
+    found.extend(_stale(infos))
+    if all and order is not None:
+        stale = {(f.ops[0].index, f.ops[1].index) for f in found if f.severity == "stale-view"}
+        found.extend(f for f in order()
+                     if not (f.kind == "RAW" and (f.ops[0].index, f.ops[1].index) in stale))
+    found.sort(key=lambda f: (RANK[f.severity], f.ops[0].index, f.ops[-1].index))
+    return group(found, names or (lambda f: [slot_name(s) for s in f.slots]))

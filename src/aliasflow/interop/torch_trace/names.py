@@ -1,0 +1,292 @@
+"""Names of traced tensors as the user knows them.
+
+In order of preference, for an argument of an op a finding is about:
+
+1. the expression the user's line passes for it (``labels[:, 1:]`` in
+   ``labels[:, :-1] = labels[:, 1:]``, ``w`` in ``torch.matmul(w, g, out=w)``), read from the
+   line's syntax tree (:mod:`aliasflow.interop.findings.source`);
+2. a local variable of the user's frame holding that very view (looked up while the op runs,
+   for the ops the tracer re-runs on copies);
+3. the qualified name of a module parameter or buffer (``transformer.h.0.attn.c_attn.weight``),
+   a parameter's gradient (``fc.weight.grad``) or optimizer state (``fc.weight:exp_avg``),
+   learned while tracing by global module and optimizer hooks that only read;
+4. otherwise the storage form ``s18[int64 (2, 15) stride (16, 1) offset 0]``.
+"""
+from __future__ import annotations
+
+import ast
+import weakref
+
+import torch
+
+from ..findings.model import storage_form
+from ..findings.source import assignment, calls
+
+_storage_address = torch._C._storage_address
+_NAMESPACES = {"torch", "torch.nn.functional", "F", "torch.Tensor", "torch.linalg",
+               "torch.special", "torch.fft", "np", "numpy", "torch.ops.aten"}
+# Python names whose aten op has another base name (first positional arguments correspond).
+ALIASES = {"mm": ("matmul", "mm", "__matmul__", "__rmatmul__"), "bmm": ("matmul", "bmm"),
+           "mv": ("matmul", "mv"), "dot": ("matmul", "dot"), "addmm": ("addmm", "linear"),
+           "addmm_": ("addmm_",), "copy_": ("copy_",), "index_put_": ("index_put_",
+                                                                      "index_put"),
+           "cat": ("cat", "concatenate", "concat"), "sub_": ("sub_", "subtract_"),
+           "mul_": ("mul_", "multiply_"), "div_": ("div_", "divide_", "true_divide_")}
+
+
+class ModuleNames:
+    """Qualified names of the parameters, buffers, gradients and optimizer state of the
+    modules and optimizers a traced program uses, by storage and layout.
+
+    While tracing, global hooks only note (weakly) each module called and each optimizer
+    stepped; the names are read from them when a finding needs one (parameters, buffers and
+    optimizer state live on; a gradient is named while it is the parameter's ``.grad``)."""
+
+    def __init__(self):
+        self._modules: list = []       # weak references, in the order first called
+        self._optimizers: list = []
+        self._seen: set = set()
+        self._handles = []
+        self._entries = None
+
+    def start(self):
+        from torch.nn.modules.module import register_module_forward_pre_hook
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+        self._handles = [register_module_forward_pre_hook(self._module),
+                         register_optimizer_step_pre_hook(self._optimizer)]
+
+    def stop(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def _module(self, module, args):
+        key = id(module)
+        if key not in self._seen:
+            self._seen.add(key)
+            try:
+                self._modules.append(weakref.ref(module))
+            except TypeError:
+                pass
+        return None
+
+    def _optimizer(self, optimizer, *rest):
+        key = id(optimizer)
+        if key not in self._seen:
+            self._seen.add(key)
+            try:
+                self._optimizers.append(weakref.ref(optimizer))
+            except TypeError:
+                pass
+        return None
+
+    @property
+    def entries(self) -> dict:
+        """StorageImpl address -> [(data pointer, shape, strides, name)], read once."""
+        if self._entries is None:
+            self._entries = {}
+            try:
+                self._learn()
+            except Exception:  # noqa: BLE001 - naming is best effort, never the program's
+                pass
+        return self._entries
+
+    def _learn(self):
+        # a module called first is the outermost: its names are the qualified ones
+        for ref in self._modules:
+            module = ref()
+            if module is None:
+                continue
+            for name, p in module.named_parameters():
+                self._add(p, name)
+                if p.grad is not None:
+                    self._add(p.grad, f"{name}.grad")
+            for name, b in module.named_buffers():
+                self._add(b, name)
+        for ref in self._optimizers:
+            optimizer = ref()
+            if optimizer is None:
+                continue
+            for g, group in enumerate(optimizer.param_groups):
+                for k, p in enumerate(group["params"]):
+                    name = self.name_of(p) or f"param_groups[{g}][{k}]"
+                    self._add(p, name)
+                    if p.grad is not None:
+                        self._add(p.grad, f"{name}.grad")
+                    for key, v in optimizer.state.get(p, {}).items():
+                        self._add(v, f"{name}:{key}")
+
+    def _add(self, t, name: str):
+        try:
+            if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+                return
+            key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+            got = self._entries.setdefault(_storage_address(t), [])
+            if all(e[:3] != key for e in got):
+                got.append(key + (name,))
+        except Exception:  # noqa: BLE001
+            pass
+
+    def name_of(self, t) -> str | None:
+        try:
+            got = self.entries.get(_storage_address(t), ())
+            key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+        except Exception:  # noqa: BLE001
+            return None
+        return next((e[3] for e in got if e[:3] == key), None)
+
+    def lookup(self, sid: int, ptr: int, shape, strides) -> str | None:
+        """The name of a view: exact, a transpose of a named 2-D tensor (``w.T``), or a part
+        of a named tensor (``w[...]``)."""
+        got = self.entries.get(sid)
+        if not got:
+            return None
+        shape, strides = tuple(shape), tuple(strides)
+        for p, s, st, name in got:
+            if p == ptr and s == shape and st == strides:
+                return name
+        for p, s, st, name in got:
+            if p == ptr and len(s) == 2 and s[::-1] == shape and st[::-1] == strides:
+                return f"{name}.T"
+        return f"{got[0][3]}[...]"
+
+
+def _split_list(text: str):
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [ast.get_source_segment(text, e) for e in node.elts]
+    return None
+
+
+_PREFIXES = ("linalg_", "special_", "fft_", "nn_functional_", "_")
+
+
+def _matches(base: str, function: str) -> bool:
+    names = {base, base.rstrip("_")}
+    names |= {n[len(p):] for n in list(names) for p in _PREFIXES if n.startswith(p)}
+    if function in names or function + "_" in names:
+        return True
+    return function in ALIASES.get(base, ())
+
+
+def expressions(spec, path: str, line: int) -> dict[str, str]:
+    """Slot label -> the source expression the user's line passes for it."""
+    out: dict[str, str] = {}
+    if spec is None or not path or path.startswith("<"):
+        return out
+    base = spec.base
+    positional = [a for a in spec.args if not a.kwarg_only]
+    assign = assignment(path, line)
+    if assign is not None:
+        if assign.subscript and base in ("index_put_", "_index_put_impl_"):
+            out["self"] = assign.target.split("[", 1)[0]
+            out["values"] = assign.value if assign.op is None else \
+                f"{assign.target} {assign.op} {assign.value}"
+        elif assign.op is not None and base.endswith("_"):
+            out["self"] = assign.target
+            reads = [a.name for a in spec.args if a.mode == "R" and a.holds != "other"]
+            if len(reads) == 1:
+                out[reads[0]] = assign.value
+        elif assign.subscript and base in ("copy_", "fill_", "masked_fill_", "zero_"):
+            out["self"] = assign.target
+            for arg in ("src", "value"):
+                out[arg] = assign.value
+    for n, c in enumerate(calls(path, line)):
+        if not _matches(base, c.function):
+            continue
+        if n == 0 and assign is not None and assign.op is None and not assign.subscript:
+            out.setdefault("result", assign.target)
+        args = list(c.args)
+        if c.receiver is not None and c.receiver not in _NAMESPACES and \
+                not c.receiver.startswith("torch."):
+            args.insert(0, c.receiver)
+        for a, text in zip(positional, args):
+            out.setdefault(a.name, text)
+            if a.holds == "list":
+                for k, item in enumerate(_split_list(text) or ()):
+                    out.setdefault(f"{a.name}[{k}]", item)
+        for key, text in c.kwargs.items():
+            out.setdefault(key, text)
+            for k, item in enumerate(_split_list(text) or ()):
+                out.setdefault(f"{key}[{k}]", item)
+        break
+    return out
+
+
+def frame_locals(frame, tensors) -> dict[int, str]:
+    """For tensors passed to a suspected op: position -> a local variable of the user's frame
+    holding that very view (same memory, shape and strides)."""
+    out = {}
+    try:
+        names = frame.f_locals
+    except Exception:  # noqa: BLE001
+        return out
+    keys: dict = {}
+    for k, t in tensors.items():
+        try:
+            keys.setdefault((t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype),
+                            []).append(k)
+        except Exception:  # noqa: BLE001
+            continue
+    for var, value in list(names.items()):
+        if isinstance(value, torch.Tensor) and not var.startswith("_"):
+            try:
+                key = (value.data_ptr(), tuple(value.shape), tuple(value.stride()), value.dtype)
+            except Exception:  # noqa: BLE001
+                continue
+            for k in keys.get(key, ()):
+                out.setdefault(k, var)
+    return out
+
+
+class Namer:
+    """Names the slots of a built trace, lazily, caching per op."""
+
+    def __init__(self, trace, built):
+        self.trace = trace
+        self.built = built
+        self.cache: dict = {}
+
+    def op_names(self, i: int) -> list[str]:
+        got = self.cache.get(i)
+        if got is not None:
+            return got
+        call = self.trace.calls[i]
+        info = self.built.infos[i]
+        refs = self.built.refs[i]
+        exprs = {}
+        if call.where is not None:
+            code, line = call.where
+            try:
+                exprs = expressions(call.spec, code.co_filename, line)
+            except Exception:  # noqa: BLE001
+                exprs = {}
+        local = (call.extra or {}).get("locals", {})
+        modules = self.trace.names
+        out = []
+        for k, s in enumerate(info.slots):
+            name = exprs.get(s.label) or local.get(k)
+            if name is None and modules is not None and refs[k].gen is not None:
+                name = modules.lookup(refs[k].gen.weak, s.start, s.shape, s.strides)
+            out.append(name or storage_form(s))
+        self.cache[i] = out
+        return out
+
+    def slot_name(self, info, slot) -> str:
+        names = self.op_names(info.index)
+        for k, s in enumerate(info.slots):
+            if s is slot:
+                return names[k]
+        return storage_form(slot)
+
+    def finding_names(self, f) -> list[str]:
+        out = []
+        for s in f.slots:
+            info = next((op for op in f.ops if any(x is s for x in op.slots)), f.ops[0])
+            n = self.slot_name(info, s)
+            if n not in out:
+                out.append(n)
+        return out
