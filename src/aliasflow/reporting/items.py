@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass, field
 
 SEVERITIES = ("wrong", "race", "hazard", "stale-view", "order")
-KINDS = ("in-op-overlap", "self-overlap-write", "duplicate-index", "RAW", "WAR", "WAW",
-         "race")
+KINDS = ("in-op-overlap", "self-overlap-write", "duplicate-index", "kernel", "RAW", "WAR",
+         "WAW", "race")
 RANK = {s: k for k, s in enumerate(SEVERITIES)}
 
 

@@ -21,6 +21,8 @@ RULES = {
                           "element; which write lands last decides the result.",
     "duplicate-index": "A data-dependent write (index_put_, scatter_) repeats an index; "
                        "which write lands last decides the result.",
+    "kernel": "NumPy computes an operation wrongly for its operands' layout although "
+              "nothing overlaps (a NumPy bug, confirmed by re-running it on copies).",
     "RAW": "An op reads memory an earlier op wrote through a different view (implicit "
            "read-after-write).",
     "WAR": "An op overwrites memory an earlier op read through a different view (implicit "

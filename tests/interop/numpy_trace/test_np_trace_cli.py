@@ -75,7 +75,7 @@ def test_same_output_exceptions_and_exit_code(program, args, tmp_path):
     assert got.stderr == want.stderr           # tracebacks, warnings: line for line
     assert got.stdout.startswith(want.stdout)
     report = got.stdout[len(want.stdout):]
-    assert "prog.py:6: wrong in-op-overlap: setitem#0: 1 element(s) of a[1], a[:, 3], " \
+    assert "prog.py:6: wrong in-op-overlap: setitem (#0): 1 element(s) of a[1], a[:, 3], " \
         "1 differ" in report
     assert "watched: prog.py, helper.py" in report
     # the wrong result fails a clean run; the program's own failure status wins
@@ -90,7 +90,7 @@ def test_json_findings(program, tmp_path):
     assert finding["kind"] == "in-op-overlap" and finding["lines"] == ["prog.py:6"]
     assert finding["names"] == ["a[1]", "a[:, 3]"]
     assert finding["differs"] == 1 and finding["count"] == 1 and finding["occurrences"] == 1
-    assert finding["example"] == {"index": [1], "got": 15, "expected": 7}
+    assert finding["example"] == {"index": [1], "at": "a[1][1]", "got": 15, "expected": 7}
     assert finding["hint"]
     assert data["summary"]["by_severity"] == {"wrong": 1}
     numpy_part = data["numpy"]

@@ -48,6 +48,33 @@ HINTS = {
                       "one wins; keep their order",
 }
 
+# The same advice in NumPy's words (a finding's ``framework`` picks the table).
+NUMPY_HINTS = {
+    ("wrong", "in-op-overlap"): "the operation reads memory it also writes, and NumPy does "
+    "not copy it first here: pass a copy of the source (`.copy()`), or write into a fresh "
+    "array and assign that",
+    ("wrong", "self-overlap-write"): "the destination maps several indices to one element "
+    "(an as_strided window): write through a view without repeated elements",
+    ("wrong", "duplicate-index"): "repeated indices write different values and NumPy does "
+    "not say which one lands: make the indices unique, or reduce the values first "
+    "(np.add.at / np.maximum.at accumulate repeats)",
+    ("wrong", "kernel"): "NumPy computes this layout wrongly without any overlap: give it "
+    "contiguous operands (np.ascontiguousarray) or compute into a fresh array and copy back",
+    ("hazard", "in-op-overlap"): "the result depends on the order NumPy's loop visits "
+    "memory (it agreed with copy semantics here by chance): pass a copy of the source",
+    ("hazard", "self-overlap-write"): "the destination maps several indices to one element: "
+    "the result depends on NumPy's loop order",
+    ("hazard", "duplicate-index"): "`a[i] op= v` with repeated indices applies each repeat "
+    "once, not once per occurrence: use the ufunc's .at (np.add.at(a, i, v)) to accumulate",
+    ("stale-view", "RAW"): "this view was made before its memory was written through "
+    "another view, so it reads the new values: take a copy (`.copy()`) when the old ones "
+    "are meant",
+    ("order", "RAW"): HINTS[("order", "RAW")],
+    ("order", "WAR"): HINTS[("order", "WAR")],
+    ("order", "WAW"): HINTS[("order", "WAW")],
+}
+HINTS_OF = {"torch": HINTS, "numpy": NUMPY_HINTS}
+
 
 @dataclass(frozen=True, slots=True)
 class Frame:
@@ -172,7 +199,10 @@ class Finding:
     (repeats grouped into this one: steps of a loop), ``hint``; for ``wrong``: ``differs``
     (elements whose value differs from copy semantics) and ``example`` (index, got,
     expected). ``slots`` are the views involved (the first is the written one);
-    ``elements()`` gives the element indices from its storage's start."""
+    ``elements()`` gives the element indices from its storage's start (the NumPy tracer's
+    findings carry no slots and cannot). ``framework``
+    (``torch``, ``numpy``) picks the words of the hint; ``numpy``: the NumPy version, on a
+    ``kernel`` finding (NumPy's loop is wrong for a layout without any overlap)."""
     severity: str
     kind: str
     ops: list
@@ -184,12 +214,14 @@ class Finding:
     reuse: bool = False
     note: str = ""
     names: list = field(default_factory=list)
+    framework: str = "torch"
+    numpy: str | None = None
     _addresses: object = field(default=None, repr=False)
     repeats: list = field(default_factory=list, repr=False)
 
     @property
     def hint(self) -> str:
-        return HINTS.get((self.severity, self.kind), "")
+        return HINTS_OF[self.framework].get((self.severity, self.kind), "")
 
     @property
     def lines(self) -> list[str]:
@@ -215,6 +247,10 @@ class Finding:
     def elements(self) -> list[int]:
         """The elements involved, as indices of elements of the first slot's dtype from the
         start of its memory (the storage form), sorted."""
+        if not self.slots:
+            raise ValueError(f"{self.describe()}: this finding does not carry its views "
+                             f"(the NumPy tracer's findings count their elements but do "
+                             f"not list them)")
         s = self.slots[0]
         base = s.view.storage.address if s.view is not None else 0
         return ((self.addresses() - base) // s.itemsize).tolist()

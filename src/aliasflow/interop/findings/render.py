@@ -49,6 +49,8 @@ def finding_json(f: Finding, names: list[str], elements: bool = False) -> dict:
     if f.severity == "wrong":
         rec["differs"] = f.differs
         rec["example"] = example_json(f, names)
+    if f.numpy is not None:
+        rec["numpy"] = f.numpy
     if f.note:
         rec["note"] = f.note
     if f.reuse:

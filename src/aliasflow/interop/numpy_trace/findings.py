@@ -21,24 +21,23 @@ Classes, most serious first:
 - ``order``: every other implicit flow between two operations through different views
   (off by default: ``findings(all=True)``).
 
-The one interface towards a shared findings package is :func:`to_findings`: it turns the
-trace's observations (plain :class:`Observation` values) into finding objects, grouping
-repeats at the same lines. Swapping in shared finding classes means changing that function.
+Findings are the shared :class:`aliasflow.interop.findings.Finding` (one class, text, JSON
+and HTML report for both tracers, ``framework="numpy"`` for NumPy's hints), made in one
+place, :func:`to_findings`, from the trace's observations (plain :class:`Observation`
+values), grouping repeats at the same lines.
 """
 from __future__ import annotations
 
-import os
 from bisect import bisect_left
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..findings.model import RANK, Finding
+from ..findings.source import relative
 from .memory import overlap
 from .runtime import SITES
-
-SEVERITIES = ("wrong", "hazard", "stale-view", "order")
-_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 
 @dataclass(frozen=True)
@@ -55,96 +54,7 @@ class Observation:
     numpy: str | None = None
 
 
-@dataclass(eq=False)
-class Finding:
-    """A finding: ``severity`` (wrong, hazard, stale-view, order), ``kind`` (the mechanism),
-    ``ops`` (op records, program order), ``lines`` (``path:line`` of each op, relative to
-    the working directory), ``names`` (operands as the user wrote them), ``count`` (elements
-    involved), ``occurrences`` (how many times at these lines), ``hint`` (a fix); for
-    ``wrong``: ``differs`` (elements that differ from copy semantics) and ``example``
-    ``(index, got, expected)``; ``numpy``: the NumPy version, for a NumPy kernel bug."""
-    severity: str
-    kind: str
-    ops: list
-    lines: list
-    names: list
-    count: int
-    occurrences: int
-    hint: str
-    differs: int | None = None
-    example: tuple | None = None
-    numpy: str | None = None
-    sources: list = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        out = {"severity": self.severity, "kind": self.kind,
-               "ops": [op.name for op in self.ops], "lines": self.lines,
-               "names": self.names, "count": self.count, "occurrences": self.occurrences,
-               "hint": self.hint, "sources": self.sources}
-        if self.severity == "wrong":
-            out["differs"] = self.differs
-            out["example"] = None if self.example is None else {
-                "index": list(self.example[0]) if self.example[0] is not None else None,
-                "got": _json_value(self.example[1]), "expected": _json_value(self.example[2])}
-        if self.numpy is not None:
-            out["numpy"] = self.numpy
-        return out
-
-    def describe(self) -> str:
-        return f"{self.severity} ({self.kind}) at {', '.join(self.lines)}: " \
-               f"{', '.join(self.names)}"
-
-    def __repr__(self) -> str:
-        return f"Finding({self.describe()})"
-
-
-def _json_value(v):
-    if isinstance(v, (list, tuple)):
-        return [_json_value(x) for x in v]
-    if isinstance(v, complex):
-        return [v.real, v.imag]
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-        return str(v)
-    if isinstance(v, bytes):
-        return v.hex()
-    return v
-
-
-HINTS = {
-    ("wrong", "in-op-overlap"): "the operation reads memory it also writes, and NumPy does "
-    "not copy it first here: pass a copy of the source (`.copy()`), or write into a fresh "
-    "array and assign that",
-    ("wrong", "self-overlap-write"): "the destination maps several indices to one element "
-    "(an as_strided window): write through a view without repeated elements",
-    ("wrong", "duplicate-index"): "repeated indices write different values and NumPy does "
-    "not say which one lands: make the indices unique, or reduce the values first "
-    "(np.add.at / np.maximum.at accumulate repeats)",
-    ("wrong", "kernel"): "NumPy computes this layout wrongly without any overlap: give it "
-    "contiguous operands (np.ascontiguousarray) or compute into a fresh array and copy back",
-    ("hazard", "in-op-overlap"): "the result depends on the order NumPy's loop visits "
-    "memory (it agreed with copy semantics here by chance): pass a copy of the source",
-    ("hazard", "self-overlap-write"): "the destination maps several indices to one element: "
-    "the result depends on NumPy's loop order",
-    ("hazard", "duplicate-index"): "`a[i] op= v` with repeated indices applies each repeat "
-    "once, not once per occurrence: use the ufunc's .at (np.add.at(a, i, v)) to accumulate",
-    ("stale-view", "RAW"): "this view was made before its memory was written through "
-    "another view, so it reads the new values: take a copy (`.copy()`) when the old ones "
-    "are meant",
-    ("order", "RAW"): "implicit flow through different views: keep this order",
-    ("order", "WAR"): "implicit flow through different views: keep this order",
-    ("order", "WAW"): "implicit flow through different views: keep this order",
-}
-
-
 # ---- naming -------------------------------------------------------------------------------------
-def relative(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
-
-
 def line_of(note) -> str:
     site = SITES[note[0]]
     return f"{relative(site.path)}:{site.line}"
@@ -269,9 +179,11 @@ def _round_trip(writer, reader, view) -> bool:
 
 # ---- the interface: observations -> findings ------------------------------------------------------
 def to_findings(observations, records, *, ops) -> list[Finding]:
-    """Finding objects for ``observations``, repeats of one severity and kind at the same
-    lines grouped into one (the first one's details, the number of occurrences), most
-    serious first. ``records[i]`` is op ``i``'s record; ``ops[i]`` its note."""
+    """Shared :class:`~aliasflow.interop.findings.Finding` objects for ``observations``,
+    repeats of one severity and kind at the same lines grouped into one (the first one's
+    details, the number of occurrences), most serious first. ``records[i]`` is op ``i``'s
+    record (its ``info`` the op's :class:`~aliasflow.interop.findings.OpInfo`); ``ops[i]``
+    its note."""
     groups: dict = {}
     for obs in observations:
         lines = tuple(dict.fromkeys(line_of(ops[i]) for i in obs.ops))
@@ -281,10 +193,10 @@ def to_findings(observations, records, *, ops) -> list[Finding]:
         else:
             groups[key] = [obs, 1]
     out = []
-    for (severity, kind, lines), (obs, occurrences) in groups.items():
+    for (severity, kind, _lines), (obs, occurrences) in groups.items():
         out.append(Finding(
-            severity, kind, [records[i] for i in obs.ops], list(lines), list(obs.names),
-            obs.count, occurrences, HINTS.get((severity, kind), ""), obs.differs, obs.example,
-            obs.numpy, [SITES[ops[i][0]].text for i in obs.ops]))
-    out.sort(key=lambda f: (_RANK[f.severity], int(f.ops[0].name.rsplit("#", 1)[-1])))
+            severity, kind, [records[i].info for i in obs.ops], obs.count, [],
+            differs=obs.differs, example=obs.example, occurrences=occurrences,
+            names=list(obs.names), framework="numpy", numpy=obs.numpy))
+    out.sort(key=lambda f: (RANK[f.severity], f.ops[0].index))
     return out

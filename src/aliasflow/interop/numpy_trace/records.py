@@ -11,36 +11,28 @@ A scattered write (fancy or mask indices, ``put``, ``fill_diagonal``) is recorde
 of the whole array it may write (the elements it leaves alone keep their values: read and
 written back), its exact element addresses in the record's ``info``.
 
+Each record's ``info`` is the shared findings package's
+:class:`~aliasflow.interop.findings.OpInfo` (the one per-op info type of both tracers): the
+op's name, what it is (``label``: the NumPy operation), its index, the user's line
+(``where``, ``source``), NumPy's ``error`` if it refused the call, why it was not recorded
+(``untracked``) and, per slot of a scattered write, the ``exact`` start addresses written.
+Its ``slots`` stay empty: a NumPy record's views are its accesses.
+
 Everything that turns a note into a record goes through :func:`make_record`, the one place
 that knows the record type's constructor.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from ...core.record import Access, OpRecord
 from ...core.storage import Storage
 from ...core.view import Tensor, TensorView
+from ..findings.model import Frame, OpInfo
+from ..findings.source import relative
 from .memory import layout_extent
 from .recorder import no_gc
 from .runtime import SITES
-
-
-@dataclass(frozen=True, eq=False)
-class OpInfo:
-    """Per-op facts for people (analyses never read them): where (``path``, ``line``, the
-    source ``text``), the NumPy ``operation``, the confirmation ``outcome`` (None: not
-    suspected, or it agreed), NumPy's ``error`` if it refused the call, and per access the
-    ``exact`` start addresses of a scattered write."""
-    path: str
-    line: int
-    text: str
-    operation: str
-    outcome: object = None
-    error: str | None = None
-    exact: tuple = ()
 
 
 def make_record(name, prim, accesses, info) -> OpRecord:
@@ -107,6 +99,7 @@ def _build(recorder, names, indices):
         pairs = [(i, recorder.note(i)) for i in indices]
         memory = Memory(recorder, [n for _, n in pairs])
     out = []
+    frames: dict = {}
     for index, note in pairs:
         site = SITES[note[0]]
         accesses, exact = [], []
@@ -121,9 +114,13 @@ def _build(recorder, names, indices):
         error = recorder.errors.get(index)
         if error is not None:
             accesses = []   # NumPy refused it: it touched nothing
-        outcome = note[3]
-        info = OpInfo(site.path, site.line, site.text, note[1], outcome, error, tuple(exact))
-        out.append(make_record(op_name(index, note), "numpy." + note[1], accesses, info))
+        where = frames.get(note[0])
+        if where is None:
+            where = frames[note[0]] = Frame(relative(site.path), site.line)
+        name = op_name(index, note)
+        info = OpInfo(name, note[1], index, where, source=site.text, error=error,
+                      untracked=recorder.untracked_ops.get(index), exact=dict(exact))
+        out.append(make_record(name, "numpy." + note[1], accesses, info))
     return out
 
 

@@ -1,11 +1,13 @@
 """What a NumPy trace adds to a trace report (its findings go through the reporting layer
 like any tracer's): what was and was not watched, the operations NumPy refused, as JSON (no
-timings: two runs of one program give the same JSON) and as text lines."""
+timings: two runs of one program give the same JSON) and as text lines; and the HTML page
+model of a joint trace (NumPy's findings and PyTorch's on one page)."""
 from __future__ import annotations
 
 import numpy as np
 
-from .findings import line_of, relative
+from ..findings.source import relative
+from .findings import line_of
 
 SCHEMA_VERSION = 1
 
@@ -67,3 +69,37 @@ def watch_lines(trace) -> list[str]:
         out.append(f"not recorded: {len(rec.untracked_ops)} operation(s), first "
                    f"{line_of(rec.note(first))}: {rec.untracked_ops[first]}")
     return out
+
+
+def html_model(joint, all: bool = False) -> dict:  # noqa: A002
+    """The page model (:func:`aliasflow.viz.report.write_html` renders it) of a
+    :class:`~.joint.JointTrace`: NumPy's findings, then PyTorch's, in the one finding JSON
+    both tracers share. The dependency graph is PyTorch's when the program used PyTorch (op
+    indices are per tracer, so one graph shows one tracer's ops), else NumPy's. NumPy's
+    findings have no footprint grid (they do not carry their views as slots)."""
+    from ..findings.page import graph
+    from ..findings.render import SCHEMA_VERSION
+    trace = joint.numpy
+    found = trace.findings(all)
+    mine = [f.to_json() for f in found]
+    side = to_json(trace)
+    if joint.torch is not None:
+        page = joint.torch.html_model(all)
+        data = dict(page["data"])
+        grids = list(page.get("grids", ()))
+    else:
+        records = trace.ops
+        page = {"title": "aliasflow trace report",
+                "graph": graph([f for f in found if f.severity != "order"] or found,
+                               [r.info for r in records], records)}
+        data = {"schema_version": SCHEMA_VERSION, "tool": "aliasflow trace",
+                "aten_calls": 0, "storages": 0, "findings": [], "failed": [],
+                "untracked": []}
+        grids = []
+    data["numpy_operations"] = side["operations"]
+    data["findings"] = mine + list(data["findings"])
+    data["counts"] = {s: sum(1 for f in data["findings"] if f["severity"] == s)
+                      for s in ("wrong", "hazard", "stale-view", "order")}
+    data["failed"] = side["failed"] + list(data.get("failed") or [])
+    data["untracked"] = side["untracked"] + list(data.get("untracked") or [])
+    return dict(page, data=data, grids=[{}] * len(mine) + grids)
