@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import aliasflow as af  # noqa: E402
 from aliasflow.interop.numpy_trace import fastpath, runtime  # noqa: E402
 from aliasflow.interop.numpy_trace.rewrite import rewrite  # noqa: E402
-from aliasflow.interop.numpy_trace.trace import Trace  # noqa: E402
+from aliasflow.interop.numpy_trace.trace import NumpyTrace  # noqa: E402
 
 SMALL = """
 import numpy as np
@@ -80,7 +80,7 @@ def run(code, traced):
     ns = {"__name__": "__main__"}
     t0 = time.perf_counter()
     if traced:
-        with Trace() as t:
+        with NumpyTrace() as t:
             exec(code, ns)
     else:
         t = None

@@ -68,14 +68,10 @@ def trace_cmd(target: str = typer.Argument(..., metavar="SCRIPT",
             text = lambda console: _text(console, t, report, reuse)  # noqa: E731
         code = emit(report, fmt_name, text)
         if html is not None:
-            if t.torch is None:
-                error_line("--html: the page shows PyTorch traces; this program did not "
-                           "import torch", "note")
-            else:
-                from ..viz.report import write_html
-                write_html(t.torch, html, all=all_)
-                if fmt_name == "text":
-                    error_line(f"report written to {html}", "note")
+            from ..viz.report import write_html
+            write_html(t, html, all=all_)     # NumPy's findings and PyTorch's on one page
+            if fmt_name == "text":
+                error_line(f"report written to {html}", "note")
         raise typer.Exit(status if status != EXIT_CLEAN else code)
 
 

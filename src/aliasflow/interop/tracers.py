@@ -29,10 +29,10 @@ def torch_tracer():
 def numpy_tracer():
     """The tracer ``aliasflow trace`` runs programs under: NumPy (always: NumPy is a
     dependency) and PyTorch once the program imports it, where it is installed. A factory
-    ``(lazy_torch=True, include=()) -> Trace`` whose ``run_path``/``run_module`` rewrite the
+    ``(lazy_torch=True, include=()) -> JointTrace`` whose ``run_path``/``run_module`` rewrite the
     program's own code (see ``interop/numpy_trace/joint.py``)."""
-    from .numpy_trace.joint import Trace
+    from .numpy_trace.joint import JointTrace
 
     def make(lazy_torch: bool = True, include=()):
-        return Trace(lazy_torch=lazy_torch, include=include)
+        return JointTrace(lazy_torch=lazy_torch, include=include)
     return make

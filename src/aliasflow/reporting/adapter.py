@@ -57,7 +57,10 @@ def item_from_finding(finding, race: bool = False) -> Item:
     if occurrences > 1:
         what += f", {occurrences} times"
     places = [place_of(line) for line in finding.lines]
-    source = ops[0].source if ops and getattr(ops[0], "source", None) else None
+    # the source shown is the line the finding is placed at (a stale view's read)
+    first = next((op for op in ops if getattr(op, "line", None) == finding.lines[0]),
+                 ops[0] if ops else None) if finding.lines else (ops[0] if ops else None)
+    source = getattr(first, "source", None) or None
     if kind != finding.kind:
         record["conflict"] = finding.kind
     record.update(severity=severity, kind=kind,

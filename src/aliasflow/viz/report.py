@@ -17,7 +17,8 @@ COLORS = {"wrong": "#c0392b", "hazard": "#d35400", "stale-view": "#8e44ad",
 SECTIONS = [("wrong", "Wrong results",
              "re-running the op on copies of its arguments gave different values"),
             ("hazard", "Hazards",
-             "the result depends on the kernel's order; this run agreed, or PyTorch refused"),
+             "the result depends on the kernel's order; this run agreed, or the framework "
+             "refused"),
             ("stale-view", "Stale views",
              "a view made before a write through another view changed part of its memory"),
             ("order", "Order facts",
@@ -196,8 +197,16 @@ def render(page: dict) -> str:
     grids = page.get("grids", [{}] * len(found))
     counts = data.get("counts", {})
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s, _, _ in SECTIONS)
+    # what each tracer saw: a NumPy-only page names no aten calls, a PyTorch-only one no
+    # NumPy operations
+    seen = []
+    if data.get("numpy_operations") or not data.get("aten_calls"):
+        seen.append(f"{data.get('numpy_operations', 0)} NumPy operations")
+    if data.get("aten_calls") or "numpy_operations" not in data:
+        seen.append(f"{data.get('aten_calls', 0)} aten calls, {data.get('storages', 0)} "
+                    f"storages")
     body = [f"<h1>{escape(page['title'])}</h1>",
-            f"<p>{data.get('aten_calls', 0)} aten calls, {data.get('storages', 0)} storages: "
+            f"<p>{escape(', '.join(seen))}: "
             f"<span id='nfindings'>{len(found)}</span> finding(s) ({escape(summary)}).</p>",
             _legend()]
     for severity, title, what in SECTIONS:

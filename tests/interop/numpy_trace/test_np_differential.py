@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from aliasflow.interop.numpy_trace import runtime
 from aliasflow.interop.numpy_trace.rewrite import rewrite
-from aliasflow.interop.numpy_trace.trace import Trace
+from aliasflow.interop.numpy_trace.trace import NumpyTrace
 from np_overlap_cases import FAMILIES, copy_semantics, differ
 
 runtime.install()
@@ -66,7 +66,7 @@ def check_case(family, seed):
             assume(False)
     untraced = buf.copy()
     buf[...] = before
-    with np.errstate(all="ignore"), Trace() as t:
+    with np.errstate(all="ignore"), NumpyTrace() as t:
         exec(code, {"np": np}, dict(ns))
     assert np.array_equal(buf, untraced), "the tracer changed the result"
     differs = differ(buf, expected, ns, written, buf, family.exact)

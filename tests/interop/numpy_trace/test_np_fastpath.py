@@ -7,7 +7,7 @@ import pytest
 
 from aliasflow.interop.numpy_trace import fastpath, runtime
 from aliasflow.interop.numpy_trace.rewrite import rewrite
-from aliasflow.interop.numpy_trace.trace import Trace
+from aliasflow.interop.numpy_trace.trace import NumpyTrace
 from np_overlap_cases import FAMILIES
 
 PURE = os.environ.get("AF_PURE", "") not in ("", "0")
@@ -39,7 +39,7 @@ def _place(lay, buf):
 
 
 def _notes(code, ns, buf):
-    with np.errstate(all="ignore"), Trace(wrap_functions=False) as t:
+    with np.errstate(all="ignore"), NumpyTrace(wrap_functions=False) as t:
         try:
             exec(code, {"np": np}, dict(ns))
         except Exception as exc:  # noqa: BLE001 - both runtimes must record the refusal

@@ -8,14 +8,14 @@ import pytest
 import aliasflow as af
 from aliasflow.interop.numpy_trace import runtime
 from aliasflow.interop.numpy_trace.rewrite import rewrite
-from aliasflow.interop.numpy_trace.trace import Trace
+from aliasflow.interop.numpy_trace.trace import NumpyTrace
 
 runtime.install()
 
 
 def traced(source, ns):
     code = rewrite(textwrap.dedent(source), "<rec>", runtime.register_site)[0]
-    with Trace() as t:
+    with NumpyTrace() as t:
         exec(code, ns)
     return t
 
@@ -94,8 +94,11 @@ def test_torch_from_numpy_shares_addresses():
         np.copyto(a[:4], a[4:8])       # NumPy (a wrapped function) reads and writes it
     assert len(t.numpy) == 1 and len(t.torch) >= 1
     np_bytes = t.numpy.ops[0].accesses[0].view
-    torch_write = next(acc for op in t.torch.ops for acc in op.accesses if acc.mode == "W")
-    assert np_bytes.tensor.storage.address <= torch_write.ref.start < \
+    torch_write = next(acc.view for op in t.torch.ops for acc in op.accesses
+                       if acc.mode != "R" and op.name.startswith("aten.add_"))
+    start = torch_write.tensor.storage.address + torch_write.byte_offset
+    assert start == a.ctypes.data + a.itemsize     # ta[1:]: element 1 of a, by address
+    assert np_bytes.tensor.storage.address <= start < \
         np_bytes.tensor.storage.address + np_bytes.tensor.storage.nbytes
 
 

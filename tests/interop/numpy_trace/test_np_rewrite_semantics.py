@@ -9,7 +9,7 @@ import pytest
 
 from aliasflow.interop.numpy_trace import fastpath, runtime
 from aliasflow.interop.numpy_trace.rewrite import rewrite
-from aliasflow.interop.numpy_trace.trace import Trace
+from aliasflow.interop.numpy_trace.trace import NumpyTrace
 
 runtime.install()
 
@@ -82,7 +82,7 @@ def _run(source, traced):
     out = []
     ns = {"np": np, "print": lambda *a: out.append(repr(a))}
     if traced:
-        with Trace():
+        with NumpyTrace():
             exec(code, ns)
     else:
         exec(code, ns)
@@ -112,7 +112,7 @@ def _failure(source, traced):
     ns = {"np": np}
     try:
         if traced:
-            with Trace():
+            with NumpyTrace():
                 exec(code, ns)
         else:
             exec(code, ns)
@@ -147,7 +147,7 @@ def test_same_warnings():
             code = rewrite(source, "/tmp/warn.py", runtime.register_site)[0] if traced \
                 else compile(source, "/tmp/warn.py", "exec")
             if traced:
-                with Trace():
+                with NumpyTrace():
                     exec(code, {"np": np})
             else:
                 exec(code, {"np": np})
@@ -190,7 +190,7 @@ def test_traces_see_every_watched_statement():
         a.flat[2] = 3
         """)
     code = rewrite(source, "<p>", runtime.register_site)[0]
-    with Trace() as t:
+    with NumpyTrace() as t:
         exec(code, {"np": np})
     assert [n[1] for n in t.recorder.ops] == [
         "setitem", "aug-name", "aug-setitem", "ufunc add", "ndarray.sort", "np.copyto",

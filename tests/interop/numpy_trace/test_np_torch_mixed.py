@@ -46,7 +46,11 @@ def test_both_traces_from_one_run(tmp_path):
         [sys.executable, "-m", "aliasflow.cli", "trace", "--json", str(script)],
         capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=300).stdout)
     assert data["aten_calls"] > 0 and data["numpy"]["operations"] >= 2
-    numpy_wrong = [f for f in data["findings"] if f.get("severity") == "wrong"]
-    assert [f["lines"] for f in numpy_wrong] == [["mixed.py:6"]]
-    torch_kinds = {(f["severity"], f["kind"]) for f in data["findings"] if "aten" in f}
-    assert ("hazard", "in-op-overlap") in torch_kinds
+    # one finding form for both tracers: PyTorch's ops are labelled by their aten overload
+    torch_found = [f for f in data["findings"] if f["labels"][0].startswith("aten.")]
+    numpy_found = [f for f in data["findings"] if f not in torch_found]
+    assert [(f["severity"], f["kind"], f["lines"]) for f in numpy_found] == \
+        [("wrong", "in-op-overlap", ["mixed.py:6"])]
+    # t -= t[:, :1]: the re-run on copies differs (column 0 is zeroed before the others read it)
+    assert [(f["severity"], f["kind"], f["lines"]) for f in torch_found] == \
+        [("wrong", "in-op-overlap", ["mixed.py:7"])]

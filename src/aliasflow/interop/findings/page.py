@@ -37,6 +37,8 @@ def grid(f, names: list[str]) -> dict:
     """Footprint data of finding ``f``: storage size in elements of the first slot's dtype,
     which elements each of the first two slots touches, the finding's elements, and for
     each of those its index in the first slot's view (``labels[0, 3]``)."""
+    if not f.slots:   # a finding that does not carry its views (NumPy's): no grid
+        return {}
     s0 = f.slots[0]
     if s0.view is None:
         return {"storage": "no memory", "total": 0}

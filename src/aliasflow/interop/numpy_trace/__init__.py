@@ -6,8 +6,8 @@ augmented assignment, ``.flat``/``.real``/``.imag`` assignment and calls of NumP
 that write report their operands to a small runtime (:mod:`.runtime`) around the operation
 itself, which runs unchanged in the user's frame. Each is recorded with exact byte layouts
 (:mod:`.records`); where NumPy may get the result wrong it is re-run on copies and compared
-(:mod:`.checks`), and the findings (:mod:`.findings`) are those of the PyTorch tracer:
-``wrong``, ``hazard``, ``stale-view``, ``order``.
+(:mod:`.checks`), and the findings (:mod:`.findings`) are the class both tracers share,
+:class:`aliasflow.interop.findings.Finding`: ``wrong``, ``hazard``, ``stale-view``, ``order``.
 
 >>> import numpy as np
 >>> from aliasflow.interop.numpy_trace import trace
@@ -18,7 +18,6 @@ array([2, 3, 2, 3])
 >>> [(f.severity, f.kind, f.differs, f.example) for f in t.findings()]
 [('wrong', 'in-op-overlap', 2, ((2,), 2, 0))]
 """
-from .trace import Trace, trace
-from .findings import Finding
+from .trace import NumpyTrace, trace
 
-__all__ = ["Trace", "trace", "Finding"]
+__all__ = ["NumpyTrace", "trace"]

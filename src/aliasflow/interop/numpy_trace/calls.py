@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import Check, Outcome, duplicate_values
+from .checks import Check, Verdict, duplicate_values
 from .memory import (element_addresses, flat_addresses, internal_overlap, overlap,
                      same_elements)
 from .names import OUT_POSITION, _METHOD_OUT, _UFUNC_METHOD_OUT
@@ -140,7 +140,7 @@ def out_call(rec, f, site, args, kwargs, *, what, position, perform=None, elemen
                      indices=indices, exact=exact, shadow=not guarded, guard=guard)
 
     if len(outs) > 1 and _outputs_overlap(rec, outs):
-        note[3] = _Always(Outcome("hazard", "in-op-overlap", 0, None,
+        note[3] = _Always(Verdict("hazard", "in-op-overlap", 0, None,
                                   _shift(_path(outs[0][0]), shift), True))
         return note
     layouts = note[2]
@@ -352,7 +352,7 @@ def _whole(what, mode, self_target=True, position=0, name=None, when=None):
         note = _note(rec, site, what, [(label, mode, x, None)], [], None)
         if what in ("ndarray.sort", "ndarray.partition") and x.ndim and \
                 internal_overlap(note[2][0][2]):
-            note[3] = _Always(Outcome("hazard", "self-overlap-write", 0, None, (0,), True))
+            note[3] = _Always(Verdict("hazard", "self-overlap-write", 0, None, (0,), True))
         return note
     return handle
 

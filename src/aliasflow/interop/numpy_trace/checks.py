@@ -9,8 +9,9 @@ again on a scratch buffer with the same layouts (same relative offsets, same ali
 distinct values; if copy semantics and NumPy disagree there, the result depends on NumPy's
 loop order and this run agreed by chance (a *hazard*).
 
-Outcomes are :class:`Outcome` values; nothing here keeps the program's arrays after
-``run``.
+Outcomes are :class:`Verdict` values (a severity and a kind: what the confirmation
+concluded, unlike the per-argument :class:`aliasflow.interop.findings.Outcome` of a PyTorch
+re-run); nothing here keeps the program's arrays after ``run``.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ _SHADOW_SEED = 20250105   # fixed: two runs of one script give the same report
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Verdict:
     """What a confirmation found: ``severity`` ("wrong" or "hazard"), ``kind`` (the
     mechanism), ``differs`` (elements that differ from copy semantics), ``example``
     (index in the written operand, got, expected), ``written`` (which operand: a path into
@@ -138,7 +139,7 @@ class Check:
             changed = (memory[start:start + before.size] != before) & ~mine
             if changed.any():
                 where = int(np.flatnonzero(changed)[0])
-                return Outcome("wrong", "in-op-overlap" if self.overlapping else "kernel",
+                return Verdict("wrong", "in-op-overlap" if self.overlapping else "kernel",
                                int(changed.sum()),
                                (None, int(memory[start + where]), int(before[where])),
                                self.written[0][1:], self.overlapping)
@@ -149,7 +150,7 @@ class Check:
                 count, index, g, e = found
                 kind = "self-overlap-write" if self.self_overlap else \
                     "in-op-overlap" if self.overlapping else "kernel"
-                return Outcome("wrong", kind, count, (index, g, e), path[1:],
+                return Verdict("wrong", kind, count, (index, g, e), path[1:],
                                self.overlapping or self.self_overlap)
         if (self.overlapping or self.self_overlap) and self.shadow:
             try:
@@ -158,7 +159,7 @@ class Check:
                 order_dependent = False
             if order_dependent:
                 kind = "self-overlap-write" if self.self_overlap else "in-op-overlap"
-                return Outcome("hazard", kind, 0, None, self.written[0][1:], True)
+                return Verdict("hazard", kind, 0, None, self.written[0][1:], True)
         return None
 
     def _shadow_differs(self) -> bool:
@@ -321,7 +322,7 @@ class DuplicateCheck:
         if index is None:
             return outcome
         got = _plain(target[index])
-        return Outcome(outcome.severity, outcome.kind, outcome.differs,
+        return Verdict(outcome.severity, outcome.kind, outcome.differs,
                        (index, got, outcome.example[2]), outcome.written, False)
 
 
@@ -364,10 +365,10 @@ def duplicate_values(target, addresses, values, accumulate=False):
             if first is None:
                 first = (int(ordered[s]), [_plain(x) for x in group])
     if differing:
-        return DuplicateCheck(Outcome("wrong", "duplicate-index", differing,
+        return DuplicateCheck(Verdict("wrong", "duplicate-index", differing,
                                       (None, None, first[1]), (0,), False), target, first[0])
     if accumulate:
-        return DuplicateCheck(Outcome("hazard", "duplicate-index", 0, None, (0,), False),
+        return DuplicateCheck(Verdict("hazard", "duplicate-index", 0, None, (0,), False),
                               None, None)
     return None
 

@@ -3,7 +3,7 @@ the way the command line does, with the program's own output, exceptions and exi
 from __future__ import annotations
 
 from ..script import run_target
-from .joint import Trace
+from .joint import JointTrace
 
 
 def run_traced(script=None, module=None, argv=(), include=(), with_torch=True):
@@ -12,7 +12,7 @@ def run_traced(script=None, module=None, argv=(), include=(), with_torch=True):
 
     Returns ``(exit status, numpy trace, torch trace or None)``: the program's status (0,
     its ``SystemExit`` code, 1 after an uncaught exception, printed as Python prints it)."""
-    t = Trace(lazy_torch=True, include=include) if with_torch else \
+    t = JointTrace(lazy_torch=True, include=include) if with_torch else \
         _numpy_only(include)
     status = run_target(script if script is not None else module, list(argv), t,
                         module=module is not None)
@@ -20,6 +20,6 @@ def run_traced(script=None, module=None, argv=(), include=(), with_torch=True):
 
 
 def _numpy_only(include):
-    t = Trace(lazy_torch=True, include=include)
+    t = JointTrace(lazy_torch=True, include=include)
     t._lazy = False
     return t

@@ -1,6 +1,6 @@
 """``af.trace()`` and ``aliasflow trace``: one tracer for NumPy and PyTorch code.
 
-It runs the NumPy tracer (:class:`~.trace.Trace`) and, where PyTorch is installed, the
+It runs the NumPy tracer (:class:`~.trace.NumpyTrace`) and, where PyTorch is installed, the
 PyTorch tracer, and answers as one: ``findings()`` lists the NumPy findings and then
 PyTorch's; every other attribute (``ops``, ``raw``, ``replay``, ``stream``, ``reuse``,
 ``races``, ...) is the PyTorch trace's, and ``t.numpy`` / ``t.torch`` are the two traces.
@@ -25,7 +25,7 @@ import os
 import sys
 
 from . import hook, runtime
-from .trace import Trace as NumpyTrace
+from .trace import NumpyTrace
 
 
 def _torch_installed() -> bool:
@@ -40,7 +40,10 @@ def _torch_trace(values, pause_gc):
     return TorchTrace(values=values, pause_gc=pause_gc)
 
 
-class Trace:
+class JointTrace:
+    """What ``af.trace()`` returns: the NumPy trace (``numpy``) and the PyTorch trace
+    (``torch``, None until there is one) recording together; see the module's text."""
+
     _OWN = frozenset({"numpy", "torch", "include", "not_rewritten", "_torch_args", "_lazy",
                       "_entered_torch", "_entered_numpy"})
 
@@ -124,6 +127,23 @@ class Trace:
             found = found + list(self.torch.findings(all))
         return found
 
+    def __len__(self) -> int:
+        """The PyTorch trace's length (its aten calls, as ``info(k)`` indexes them) when
+        there is a PyTorch side, else the NumPy operations recorded. (Python looks special
+        methods up on the class, so ``len`` does not reach ``__getattr__``.)"""
+        return len(self.torch) if self.torch is not None else len(self.numpy)
+
+    def html_model(self, all: bool = False) -> dict:  # noqa: A002
+        """The HTML report's page model: NumPy's findings and PyTorch's (see
+        :func:`.report.html_model`)."""
+        from .report import html_model
+        return html_model(self, all)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the trace as a table of its findings, NumPy's and PyTorch's."""
+        from ...reporting.html import trace_html   # Jupyter only: the report layer draws it
+        return trace_html(self)
+
     def uses_arrays(self) -> bool:
         """Did the program use NumPy or PyTorch (operations seen, or imports in its watched
         modules)?"""
@@ -147,7 +167,7 @@ class Trace:
         return getattr(torch, name)
 
     def __repr__(self) -> str:
-        return f"Trace({self.numpy!r}, {self.torch!r})"
+        return f"JointTrace({self.numpy!r}, {self.torch!r})"
 
 
 class _Installed:
@@ -171,6 +191,6 @@ class _Installed:
         return False
 
 
-def trace(values: bool = True, pause_gc: bool = True) -> Trace:
+def trace(values: bool = True, pause_gc: bool = True) -> JointTrace:
     """Trace the NumPy and PyTorch program run inside ``with af.trace() as t:``."""
-    return Trace(values, pause_gc)
+    return JointTrace(values, pause_gc)

@@ -35,7 +35,7 @@ WRAPPED = tuple(sorted({obj.__name__ for obj, _ in _FUNCTIONS.values()
                         if getattr(np, getattr(obj, "__name__", ""), None) is obj}))
 
 
-class Trace:
+class NumpyTrace:
     """NumPy operations recorded while ``with trace:`` runs (and rewritten code runs).
 
     ``ops``: the operations as ``af.OpRecord``s (program order), ready for ``af.analyze``,
@@ -132,18 +132,18 @@ class Trace:
         """Implicit flows between different operations through different views."""
         from ...analysis.dependencies import analyze
         from .findings import label_text
-        records = [r for r in self.ops if r.accesses]
-        index = {r.name: int(r.name.rsplit("#", 1)[1]) for r in records}
+        records = {r.name: r for r in self.ops if r.accesses}
+        notes = self.recorder.ops
         out = []
-        for d in analyze(records).dependencies:
+        for d in analyze(list(records.values())).dependencies:
             if not d.implicit:
                 continue
-            i, j = index[d.src], index[d.dst]
-            notes = self.recorder.ops
+            src, dst = records[d.src], records[d.dst]
+            i, j = src.info.index, dst.info.index
             out.append(Observation("order", d.kind, (i, j),
-                                   (label_text(notes[i], notes[i][2][0][0]),
-                                    label_text(notes[j], notes[j][2][0][0])),
-                                   len(d.elements) if d.elements is not None else 0))
+                                   (label_text(notes[i], _label_of(src, d.src_access, notes[i])),
+                                    label_text(notes[j], _label_of(dst, d.dst_access, notes[j]))),
+                                   _elements_holding(d.src_access, d.elements)))
         return out
 
     def errors(self) -> dict:
@@ -156,7 +156,27 @@ class Trace:
         return dict(to_json(self), findings=[f.to_json() for f in self.findings(all)])
 
     def __repr__(self) -> str:
-        return f"numpy_trace.Trace({len(self)} operations)"
+        return f"NumpyTrace({len(self)} operations)"
+
+
+def _label_of(record, view, note):
+    """The label of the access of ``record`` through ``view`` (records share view objects)."""
+    slot = next(a.slot for a in record.accesses if a.view is view)
+    return note[2][slot][0]
+
+
+def _elements_holding(view, byte_indices) -> int:
+    """How many elements of the byte view ``view`` (an element grid, the element's bytes a
+    last dimension) hold one of the storage bytes ``byte_indices``."""
+    if byte_indices is None or not len(byte_indices):
+        return 0
+    itemsize = view.shape[-1]
+    starts = np.full((), view.byte_offset, dtype=np.int64)
+    for size, stride in zip(view.shape[:-1], view.byte_strides[:-1]):
+        starts = np.add.outer(starts, np.arange(size, dtype=np.int64) * stride)
+    starts = np.unique(starts)
+    hit = np.isin(np.add.outer(starts, np.arange(itemsize)), np.asarray(byte_indices))
+    return int(hit.any(axis=-1).sum())
 
 
 def _wrapper(f):
@@ -202,6 +222,6 @@ def _caller_site(frame) -> int:
     return site
 
 
-def trace(wrap_functions: bool = True) -> Trace:
-    """Record the NumPy operations of ``with trace() as t:`` (see :class:`Trace`)."""
-    return Trace(wrap_functions)
+def trace(wrap_functions: bool = True) -> NumpyTrace:
+    """Record the NumPy operations of ``with trace() as t:`` (see :class:`NumpyTrace`)."""
+    return NumpyTrace(wrap_functions)
