@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, settings, strategies as st
 
 import aliasflow as af
 
@@ -208,3 +208,75 @@ def test_parallel_run_from_another_thread():
     t.join(60)
     assert not t.is_alive() and not errors
     np.testing.assert_array_equal(a.data, ref)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_runs_of_fills_of_one_value_match_numpy_in_program_order(data):
+    """Program order batches consecutive fills of one value into one tensor; the oracle is
+    a NumPy loop over views of a copy of the same bytes. Values repeat (shared parameters),
+    -0.0 and 0.0 differ by bits, a second tensor of another dtype shares the storage, and
+    transforms read between fills."""
+    draw = data.draw
+    base = af.Tensor("T", (24,), "float64", data=np.arange(24.0))
+    other = af.Tensor.on(base.storage, "float32", (48,), name="U")  # the same bytes
+    values = [1.0, 2.0, 0.0, -0.0]
+    ops, plan = [], []
+    for j in range(draw(st.integers(1, 30))):
+        t = draw(st.sampled_from([base, base, other]))
+        n = t.shape[0]
+        count = draw(st.integers(1, 4))
+        stride = draw(st.sampled_from([1, 1, 2, -1, -3]))
+        span = (count - 1) * abs(stride)
+        start = draw(st.integers(0, n - 1 - span)) + (span if stride < 0 else 0)
+        view = af.TensorView(f"v{j}", t, start, (count,), (stride,))
+        if draw(st.integers(0, 5)) == 0:  # a reader in between: negate into the view
+            src = af.TensorView(f"s{j}", t, draw(st.integers(0, n - count)), (count,))
+            ops.append(af.TransformOperation(f"op{j}", np.negative).set_inputs(src)
+                       .set_outputs(view))
+            plan.append(("neg", t, src, view))
+        else:
+            value = draw(st.sampled_from(values))
+            ops.append(af.FillOperation(f"op{j}", value).set_outputs(view))
+            plan.append(("fill", t, value, view))
+    raw = base.storage.bytes.copy()
+    oracle = {base.name: np.frombuffer(raw, np.float64), other.name: np.frombuffer(raw, np.float32)}
+
+    def window(t, v):
+        flat = oracle[t.name]
+        return np.lib.stride_tricks.as_strided(
+            flat[v.offset:], (v.shape[0],), (v.stride[0] * flat.itemsize,)) if v.stride[0] >= 0 \
+            else flat[v.offset::v.stride[0]][:v.shape[0]]
+
+    for kind, t, what, view in plan:
+        if kind == "fill":
+            window(t, view)[...] = what
+        else:
+            window(t, view)[...] = -np.array(window(t, what))
+    af.run(ops, workers=1)
+    assert base.storage.bytes.tobytes() == raw.tobytes()
+
+
+@pytest.mark.light_in_order
+@pytest.mark.parametrize("user_kernel", [False, True])
+def test_a_run_of_light_ops_only_goes_in_program_order_on_the_calling_thread(
+        monkeypatch, user_kernel):
+    """Light ops (small NumPy kernels holding the GIL) gain nothing from threads: a run of
+    them only starts none. One op with a user's kernel (never light) brings the pool back."""
+    started = []
+    real_start = threading.Thread.start
+
+    def start(self):
+        started.append(self.name)
+        real_start(self)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    t = af.Tensor("T", (6,), "float64", data=np.arange(6.0))
+    ops = [af.FillOperation("f", 2.0).set_outputs(t[0:3]),
+           af.TransformOperation("n", "negative").set_inputs(t[0:3]).set_outputs(t[3:6])]
+    if user_kernel:
+        ops.append(af.TransformOperation("u", lambda x: x * 10).set_inputs(t[3:6])
+                   .set_outputs(t[0:3]))
+    af.run(ops, workers=4)
+    expect = [-20.0] * 3 + [-2.0] * 3 if user_kernel else [2.0] * 3 + [-2.0] * 3
+    assert t.data.tolist() == expect
+    assert bool([n for n in started if n.startswith("aliasflow")]) == user_kernel

@@ -271,7 +271,7 @@ def show_results(ops, results: Results) -> None:
     """Let every builder among ``ops`` show what a run returned (its ``result``)."""
     for op in ops:
         if isinstance(op, Operation):
-            op._results = results
+            _set(op, "_results", results)  # keeps its record (see __setattr__)
 
 
 def as_record(op) -> OpRecord:

@@ -11,7 +11,8 @@ parameters (:meth:`Primitive.prepare`, when the kind has one). A step writes eve
 only after its kernel has read all inputs (copy semantics), exactly as
 :func:`aliasflow.core.interpret.execute`; values the op returns go into the run's
 :class:`~aliasflow.Results`. The runners (:mod:`.runner`) call the steps in program order
-or in any order the dependency graph allows.
+or in any order the dependency graph allows. In program order, consecutive fills of one value
+into one tensor through 1-d views are one indexed assignment (:class:`FillRun`).
 """
 from __future__ import annotations
 
@@ -90,9 +91,19 @@ def check_all(records) -> tuple[list, bytes]:
     light = bytearray(len(records))
     checked: dict = {}
     keys: dict = {}  # params_key by id(params): the records are alive, so ids are theirs
+    view_key = _VIEW_KEY
     for k, rec in enumerate(records):
+        # the record's signature (see :func:`signature`), inline: this loop sees every op
         try:
-            key = signature(rec, keys)
+            pk = keys.get(id(rec.params), _MISSING)
+            if pk is _MISSING:
+                pk = keys[id(rec.params)] = params_key(rec.params)
+            if pk is None:
+                key = None
+            else:
+                ins, outs = rec.input_views, rec.output_views
+                key = (rec.prim, pk, tuple(map(view_key, ins)) if ins else (),
+                       (view_key(outs[0]),) if len(outs) == 1 else tuple(map(view_key, outs)))
         except Exception:  # noqa: BLE001 - a record the checks below report better
             key = None
         hit = checked.get(key) if key is not None else None
@@ -160,16 +171,44 @@ def _bind(prim, params) -> tuple:
     return fn, prim.into, None
 
 
+class FillRun:
+    """Consecutive fills in program order (records ``first..last``) of one value into one
+    tensor's elements through 1-d views: written as one indexed assignment. They commute
+    (one value; nothing in between reads), so the memory after it is program order's."""
+
+    __slots__ = ("first", "last", "flat", "value", "starts", "counts", "strides")
+
+    def __init__(self, k, flat, value, start, count, stride):
+        self.first = self.last = k
+        self.flat, self.value = flat, value
+        self.starts, self.counts, self.strides = [start], [count], [stride]
+
+    def __call__(self) -> None:
+        starts = np.array(self.starts, np.intp)
+        if all(c == 1 for c in self.counts):
+            index = starts
+        else:  # element j of view i: starts[i] + j * strides[i]
+            counts = np.array(self.counts, np.intp)
+            which = np.repeat(np.arange(len(counts)), counts)
+            within = np.arange(len(which)) - np.repeat(np.cumsum(counts) - counts, counts)
+            index = starts[which] + within * np.array(self.strides, np.intp)[which]
+        self.flat[index] = self.value
+
+
 class Steps:
     """The steps of a run: ``steps(k)`` runs record ``k`` (see the module docstring); its
     values go into ``results``. Each record's step is a tuple made once: the record, its
     primitive, its kernel bound to its parameters, its input and output arrays, the kind's
     ``into`` when it has one output, and the value itself for a uniform kind without inputs
-    (a fill: one value for every element, checked to fit every output before the run)."""
+    (a fill: one value for every element, checked to fit every output before the run).
 
-    __slots__ = ("records", "items", "results", "alive")
+    With ``runs`` (a run in program order), ``plan`` lists what to do in order: a record's
+    index, or a :class:`FillRun` standing for several consecutive fills (their ``items`` are
+    not made)."""
 
-    def __init__(self, records, prims, results: dict):
+    __slots__ = ("records", "items", "results", "alive", "plan")
+
+    def __init__(self, records, prims, results: dict, runs: bool = False):
         self.records = records
         self.results = results
         made: dict = {}
@@ -180,13 +219,9 @@ class Steps:
         bound: dict = {}
         items = []
         append = items.append
-        for rec, prim in zip(records, prims):
-            ins = _arrays(rec.input_views, made, flats, False) if rec.input_views else []
-            views = rec.output_views
-            if prim.uniform and not ins:  # one value everywhere: each element once
-                views = [v.uniform_view() for v in views]
-                alive.extend(views)  # made is keyed by id: these must outlive the run
-            outs = _arrays(views, made, flats, True)
+        plan = [] if runs else None
+        fill = None  # the FillRun being extended
+        for k, (rec, prim) in enumerate(zip(records, prims)):
             kind = bound.get(prim)
             if kind is None:
                 kind = bound[prim] = {}
@@ -194,10 +229,41 @@ class Steps:
             if got is None:
                 got = kind[id(rec.params)] = _bind(prim, rec.params)
             fn, into, value = got
+            if runs:
+                outs = rec.output_views
+                if value is not None and not rec.input_views and len(outs) == 1 \
+                        and not value.ndim:
+                    view = outs[0]
+                    shape, t = view.shape, view.tensor
+                    if len(shape) == 1 and view.dtype is t.dtype and (view.stride[0]
+                                                                      or shape[0] == 1):
+                        flat = flats.get(id(t))
+                        if flat is None:
+                            flat = _flat(t, flats)
+                        if fill is not None and fill.flat is flat and fill.value is value \
+                                and fill.last == k - 1:
+                            fill.last = k
+                            fill.starts.append(view.offset)
+                            fill.counts.append(shape[0])
+                            fill.strides.append(view.stride[0])
+                        else:
+                            fill = FillRun(k, flat, value, view.offset, shape[0],
+                                           view.stride[0])
+                            plan.append(fill)
+                        append(None)
+                        continue
+                plan.append(k)
+            ins = _arrays(rec.input_views, made, flats, False) if rec.input_views else []
+            views = rec.output_views
+            if prim.uniform and not ins:  # one value everywhere: each element once
+                views = [v.uniform_view() for v in views]
+                alive.extend(views)  # made is keyed by id: these must outlive the run
+            outs = _arrays(views, made, flats, True)
             append((rec, prim, fn, ins, outs, into if len(outs) == 1 else None,
                     value if outs and not ins else None))
         self.items = items
         self.alive = alive
+        self.plan = plan
 
     def __len__(self) -> int:
         return len(self.items)

@@ -40,6 +40,9 @@ from ..core.record import Results
 from .interpreter import Steps, check_all
 from .ready import make_queue
 
+# A run of light ops only goes in program order on the calling thread (see run()); the test
+# suite turns this off to drive the thread pool with small ops.
+LIGHT_IN_ORDER = True
 MAX_WORKERS = 256  # threads beyond this only contend for the GIL and the queue's lock
 POLL_SECONDS = 0.05  # the calling thread wakes at least this often (Ctrl-C, progress)
 
@@ -58,6 +61,15 @@ def _failure(op, exc: BaseException, ran_after=()) -> ExecutionError:
 
 
 def run_sequential(records: list, run_steps: Steps, progress=None) -> None:
+    if run_steps.plan is not None:  # fills in runs (no progress to report between them)
+        for step in run_steps.plan:
+            k = step if step.__class__ is int else step.first
+            try:
+                run_steps(k) if step.__class__ is int else step()
+            except Exception as exc:
+                error = _failure(records[k], exc)
+                raise error from (exc.__cause__ if error is exc else exc)
+        return
     for k, rec in enumerate(records):
         try:
             run_steps(k)
@@ -221,7 +233,9 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
         1 runs in program order; more runs the dependency graph on a thread pool (NumPy
         releases the GIL inside its kernels, so large ops overlap). Ops run on at most
         ``min(workers, len(ops), MAX_WORKERS)`` threads, the calling thread among them
-        unless it serves ``progress``.
+        unless it serves ``progress``. When every op is light (a small NumPy kernel that
+        holds the GIL throughout: :func:`~aliasflow.execution.ready.is_light`), threads could
+        only take turns, and the run is in program order on the calling thread (no analysis).
     graph : DependencyGraph, optional
         A graph from :func:`aliasflow.analyze` for these very ops, to skip analysing again;
         a graph of other records (or of builders changed since) is refused.
@@ -270,8 +284,12 @@ def run(ops, workers: int = 1, graph: DependencyGraph | None = None, progress=No
             run_blocks(records, backend, "16MiB" if block_bytes is None else block_bytes,
                        progress, values)
         else:
+            if workers > 1 and LIGHT_IN_ORDER and all(light):
+                # every op holds the GIL for its whole (small) kernel: threads could only
+                # take turns, so program order on this thread is the quickest schedule
+                workers = 1
             with paused_gc():
-                run_steps = Steps(records, prims, values)
+                run_steps = Steps(records, prims, values, runs=workers <= 1 and progress is None)
             if workers <= 1:
                 run_sequential(records, run_steps, progress)
             else:
