@@ -235,3 +235,34 @@ def test_traced_records_are_analysed_and_refused_by_run_and_save():
         af.run(add)
     with pytest.raises(ProgramFileError, match=refused):
         dumps_program(add)
+
+
+@pytest.mark.parametrize("kind, bad, message", [
+    ("tf", {"dtype": "float32", "shape": [2], "data": [1.0, "x"]},
+     "op 'Const': value: data\\[1\\] must be a number"),
+    ("tf", {"dtype": "string", "shape": [2], "data": [1.0, 2.0]},
+     "op 'Const': dtype must name a TensorFlow numeric or bool dtype, got 'string'"),
+    ("tf", {"dtype": "float32", "shape": [3], "data": [1.0, 2.0]},
+     "op 'Const': value: shape \\[3\\] holds 3 element\\(s\\), data has 2"),
+    ("te", ["mul", "float32", 5, 0], "op 'B': nodes\\[3\\] operand: expected an int in"),
+    ("te", ["eval", "int32", "1"], "op 'B': nodes\\[3\\]: unknown node kind.*got 'eval'"),
+    ("te", ["call", "float32", "os.system", [0]], "unknown call.*got 'os.system'"),
+    ("te", ["mul", "float64", 1, 2], "the node's dtype is float32, not float64"),
+])
+def test_a_malformed_front_end_parameter_in_a_file_is_refused_naming_it(kind, bad, message):
+    import json
+    from aliasflow import te, tf
+    from aliasflow.io import ProgramFileError
+    if kind == "tf":
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.constant([1.0, 2.0]) * 3.0
+        doc = json.loads(dumps_program(tf.Session(graph=g).program(x)))
+        doc["ops"][0]["value"] = bad
+    else:
+        A = te.placeholder((3,), name="A")
+        B = te.compute((3,), lambda i: A[i] * 2.0, name="B")
+        doc = json.loads(dumps_program(list(te.lower([B]))))
+        doc["ops"][0]["nodes"][3] = bad
+    with pytest.raises(ProgramFileError, match=message):
+        loads_program(json.dumps(doc))
