@@ -11,6 +11,11 @@ straight into its one output (``into``). The checker, the runners, the program f
 front ends and the builders all read the registry, :data:`PRIMITIVES`: adding an op kind is
 one :class:`Primitive` and one :meth:`Registry.register` call.
 
+``check_params(op_name, params)`` (optional) refuses parameters of the declared types that
+the kind still cannot take (a malformed JSON structure), naming the op and the value: it
+runs wherever parameters are bound (:meth:`Primitive.bind`: the checks before a run, the
+program loader).
+
 ``prepare(params) -> fn`` (optional) binds the kernel to its parameters once for a run:
 ``fn(inputs)`` must give what ``kernel(params, inputs)`` gives. ``check(record)`` is called
 once per group of records with equal parameters and view layouts (shapes, strides, dtypes,
@@ -77,6 +82,7 @@ class Primitive:
     prepare: Callable | None = None
     outputs: str = "all"
     doc: str = ""
+    check_params: Callable | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -97,6 +103,9 @@ class Primitive:
         if unknown:
             raise AliasflowError(f"primitive {self.name!r}: defaults for unknown parameter(s) "
                                  f"{', '.join(sorted(unknown))}")
+        if self.check_params is not None and not callable(self.check_params):
+            raise AliasflowError(f"primitive {self.name!r}: check_params must be callable or "
+                                 f"None")
         if self.outputs not in ("all", "each"):
             raise AliasflowError(f"primitive {self.name!r}: outputs must be 'all' or 'each'")
         object.__setattr__(self, "params", dict(self.params))
@@ -114,7 +123,8 @@ class Primitive:
 
     def bind(self, op_name: str, given: Mapping) -> dict:
         """The full parameters of an op of this kind: ``given`` checked against the declared
-        types, defaults filled in; :class:`AliasflowError` names the op and the bad value."""
+        types (and by ``check_params(op_name, params)`` when the kind has one), defaults
+        filled in; :class:`AliasflowError` names the op and the bad value."""
         unknown = [k for k in given if k not in self.params]
         if unknown:
             raise AliasflowError(f"op {op_name!r} ({self.name}): unknown parameter(s) "
@@ -128,6 +138,8 @@ class Primitive:
                 out[p] = self.defaults[p]
             else:
                 raise AliasflowError(f"op {op_name!r} ({self.name}): missing parameter {p!r}")
+        if self.check_params is not None:
+            self.check_params(op_name, out)
         return out
 
     def make(self, name: str, **params):

@@ -32,7 +32,7 @@ def _index(draw, shape, allow_new=True):
     for _ in range(n_items):
         d = shape[k]
         k += 1
-        if draw(st.booleans()):
+        if d and draw(st.booleans()):  # an int index needs a non-empty dim
             items.append(draw(st.integers(-d, d - 1)))
         else:
             step = draw(st.sampled_from([None, 1, 2, -1]))

@@ -94,19 +94,30 @@ class Domain:
 
     def __init__(self, op, binds: dict):
         ivs = list(op.axis) + list(op.reduce_axis)
-        self.vars = [iv.var for iv in ivs]
-        self.mins = [int_value(iv.dom.min, binds, f"op {op.name!r}: loop {iv.var.name}")
-                     for iv in ivs]
-        self.extents = [int_value(iv.dom.extent, binds, f"op {op.name!r}: loop {iv.var.name}")
-                        for iv in ivs]
+        self._set(op.name, [iv.var for iv in ivs],
+                  [int_value(iv.dom.min, binds, f"op {op.name!r}: loop {iv.var.name}")
+                   for iv in ivs],
+                  [int_value(iv.dom.extent, binds, f"op {op.name!r}: loop {iv.var.name}")
+                   for iv in ivs], len(op.axis))
+
+    @classmethod
+    def of(cls, op_name: str, vars, mins, extents, naxis: int) -> "Domain":
+        """The loop nest of ``vars`` (the first ``naxis`` are output axes) over integer
+        ``mins`` and ``extents``, checked as a te op's are."""
+        domain = cls.__new__(cls)
+        domain._set(op_name, list(vars), list(mins), list(extents), naxis)
+        return domain
+
+    def _set(self, op_name, vars, mins, extents, naxis) -> None:
+        self.vars, self.mins, self.extents = vars, mins, extents
         for v, e in zip(self.vars, self.extents):
             if e < 0:
-                raise AliasflowError(f"op {op.name!r}: loop {v.name} has negative extent {e}")
+                raise AliasflowError(f"op {op_name!r}: loop {v.name} has negative extent {e}")
         self.points = prod(self.extents)
         if self.points > MAX_POINTS:
-            raise AliasflowError(f"op {op.name!r}: its loop nest {tuple(self.extents)} has "
+            raise AliasflowError(f"op {op_name!r}: its loop nest {tuple(self.extents)} has "
                                  f"{self.points} points, more than the {MAX_POINTS} it may have")
-        self.naxis = len(op.axis)
+        self.naxis = naxis
         self.position = {id(v): k for k, v in enumerate(self.vars)}
 
     @property

@@ -31,6 +31,7 @@ from ...core.values import show_value
 from ...core.view import Tensor as AfTensor
 from ...core.view import TensorView
 from .build import _tensors, as_view, topo_ops
+from .codec import Decoded, decode, encode
 from .evaluate import Domain, gather, int_value, load_guards, op_values
 from .expr import (Var, IntImm, Cast, Add, Sub, Mul, FloorDiv, FloorMod, Min, Max,
                    ProducerLoad, post_order_visit)
@@ -110,25 +111,62 @@ def load_view(load: ProducerLoad, domain: Domain, base: TensorView, binds: dict,
     return TensorView(name, base.tensor, offset, domain.shape, stride, base.dtype)
 
 
-def _compute_kernel(params, inputs):
-    """Run a te compute op's body with NumPy over its domain: one value per output."""
-    reads = params["reads"]
+def _evaluate(decoded: Decoded, inputs) -> list:
+    """Run a decoded te compute op's body with NumPy over its domain: one value per output."""
+    reads = decoded.reads
 
     def load(node, idx, mask):
         k, whole = reads[id(node)]
         if whole:
             return gather(node.producer.name, inputs[k], idx, mask)
         return inputs[k]
-    env = {k: np.asarray(v) for k, v in params["binds"].items()}
-    return [np.array(r) for r in op_values(params["op"], params["domain"], load, env)]
+    return [np.array(r) for r in op_values(decoded.op, decoded.domain, load, decoded.env)]
+
+
+def _compute_kernel(params, inputs):
+    return _evaluate(decode("te.compute", params), inputs)
+
+
+def _prepare_compute(params):
+    decoded = decode("te.compute", params)
+    return lambda inputs: _evaluate(decoded, inputs)
+
+
+def _check_compute(rec) -> None:
+    """The record's views fit its op: each load reads an operand that exists (of the loop
+    nest's shape, or with as many dims as indices when read whole), one written view per
+    output, of the output axes' shape."""
+    decoded = decode(rec.name, rec.params)
+    ins, outs, domain = rec.input_views, rec.output_views, decoded.domain
+    for node_id, (k, whole) in decoded.reads.items():
+        if k >= len(ins):
+            raise AliasflowError(f"op {rec.name!r}: a load reads operand {k}, the op reads "
+                                 f"{len(ins)} view(s)")
+    loads = []
+    for e in decoded.op.body:
+        post_order_visit(e, lambda n: loads.append(n) if isinstance(n, ProducerLoad) else None)
+    for n in loads:
+        k, whole = decoded.reads[id(n)]
+        want = len(n.indices) if whole else domain.shape
+        got = ins[k].ndim if whole else ins[k].shape
+        if got != want:
+            raise AliasflowError(f"op {rec.name!r}: load {n} reads view {ins[k].name!r} of "
+                                 f"shape {ins[k].shape}; it needs "
+                                 f"{f'{want} dims' if whole else f'shape {want}'}")
+    out_shape = domain.shape[:domain.naxis]
+    if len(outs) != len(decoded.op._outputs) or any(v.shape != out_shape for v in outs):
+        raise AliasflowError(f"op {rec.name!r}: writes {[v.shape for v in outs]}; its "
+                             f"{len(decoded.op._outputs)} output(s) have shape {out_shape}")
 
 
 # A te compute op: reads one exact view per distinct load (or, for a non-affine load under
 # ``non_affine="whole"``, the producer's whole tensor), writes each output tensor whole. Its
-# parameters are the te op and its bound domain (objects: a program file cannot hold them).
+# parameters are the op's loop nest and expressions as JSON data (:mod:`.codec`).
 COMPUTE = PRIMITIVES.register(Primitive(
     "te.compute", _compute_kernel,
-    params={"op": "any", "domain": "any", "binds": "any", "reads": "any"}, outputs="each",
+    params={"op": "str", "loops": "json", "naxis": "int", "results": "json", "nodes": "json",
+            "body": "json"}, outputs="each", check=_check_compute,
+    check_params=lambda op_name, params: decode(op_name, params), prepare=_prepare_compute,
     doc="A te compute op, run with NumPy over its domain."), replace=True)
 
 
@@ -138,7 +176,7 @@ def compute_record(name, te_op, domain, binds, reads, inputs, outputs) -> OpReco
     n = len(inputs)
     return OpRecord(name, "te.compute", [Access(k, "R", v) for k, v in enumerate(inputs)]
                     + [Access(n + k, "W", v) for k, v in enumerate(outputs)],
-                    {"op": te_op, "domain": domain, "binds": binds, "reads": reads}, 0)
+                    encode(te_op, domain, binds, reads), 0)
 
 
 class LoweredProgram(list):

@@ -8,7 +8,9 @@ outputs of ``VariableV2`` and of the assign ops, a full slice (``v[:]``) and a `
 size-1 axes *are* the memory they come from, as in TensorFlow, whose kernels forward buffers:
 an op reading ``Variable/read:0`` reads the variable when it runs, and a ``StridedSlice`` of it
 reads only the sliced elements. ``Assign``/``AssignAdd``/``AssignSub`` write the whole
-variable, ``StridedSliceAssign`` the slice. Every data and control edge is an ``after`` edge of
+variable, ``StridedSliceAssign`` the slice. Each graph op is a record of kind ``tf.<Type>``
+(:mod:`.kinds`: parameters a program file holds, a NumPy kernel), so a run's program can be
+saved with :mod:`aliasflow.io`. Every data and control edge is an ``after`` edge of
 the op record (an ordering edge that is not data), so :func:`aliasflow.analyze` orders the run
 by graph edges and memory conflicts alike, and :func:`aliasflow.run` executes it on ``workers``
 threads (one worker runs creation order, which respects all of those edges).
@@ -30,112 +32,69 @@ import numpy as np
 
 from ...analysis.dependencies import analyze
 from ...core.errors import AliasflowError, ExecutionError
-from ...core.primitives import PRIMITIVES, Primitive
 from ...core.record import Access, OpRecord
 from ...core.values import fit_array, show_value
 from ...core.view import Tensor as AfTensor
 from ...execution.runner import run as af_run
 from .dtypes import TensorShape
 from .graph import Graph, Operation, Tensor, _hooks, get_default_graph
+from .kinds import _BINARY, encode_value
 from .accesses import (_ALIASES, _UPDATES, _identity_slice, _needed_ops, _read_tensors,
                        _trivial_sum, _variable_of)
 from .shapes import fill_dims, output_shapes
 
 
-def _accessed(op: Operation, view_of, var_view):
-    """``(reads, writes, kernel)`` of ``op``: the views it reads and writes and a function from
-    the read values to the written values."""
+def _accessed(op: Operation, view_of, var_view, const_value):
+    """``(reads, writes, params)`` of ``op``: the views it reads and writes (in the slot
+    order of its kind's kernel, :mod:`.kinds`) and its kind's parameters."""
     t, ins = op.type, op.inputs
+    out = [view_of(op.outputs[0])] if op.outputs else []
     if t == "Const":
-        value = op._attrs["value"]
-        return [], [view_of(op.outputs[0])], lambda vals: [value]
-    if t in ("AddV2", "Sub", "Mul", "RealDiv", "MatMul", "BatchMatMulV2"):
-        fn = {"AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply,
-              "RealDiv": np.true_divide, "MatMul": np.matmul, "BatchMatMulV2": np.matmul}[t]
-        return [view_of(ins[0]), view_of(ins[1])], [view_of(op.outputs[0])], \
-            lambda vals: [fn(vals[0], vals[1])]
+        return [], out, {"value": const_value(op)}
+    if t in _BINARY:
+        return [view_of(ins[0]), view_of(ins[1])], out, {}
     if t == "Range":
-        return [view_of(i) for i in ins], [view_of(op.outputs[0])], \
-            lambda vals: [np.arange(vals[0], vals[1], vals[2], dtype=np.int32)]
+        return [view_of(i) for i in ins], out, {}
     if t == "Fill":
-        shape = view_of(op.outputs[0]).shape
-        return [view_of(ins[1])], [view_of(op.outputs[0])], \
-            lambda vals: [np.full(shape, vals[0])]
-    if t in ("ZerosLike", "Shape"):  # need only the input's shape, not its data
-        shape, dt = view_of(ins[0]).shape, op.outputs[0].dtype.base_dtype.numpy
-        value = np.zeros(shape, dt) if t == "ZerosLike" else np.asarray(shape, np.int32)
-        return [], [view_of(op.outputs[0])], lambda vals: [value]
+        return [view_of(ins[1])], out, {}
+    if t == "ZerosLike":  # needs only the input's shape (the output view's), not its data
+        return [], out, {"dtype": op.outputs[0].dtype.base_dtype.name}
+    if t == "Shape":
+        return [], out, {"shape": list(view_of(ins[0]).shape)}
     if t == "Neg":
-        return [view_of(ins[0])], [view_of(op.outputs[0])], lambda vals: [np.negative(vals[0])]
+        return [view_of(ins[0])], out, {}
     if t == "Cast":
-        dst = op._attrs["DstT"].numpy
-        return [view_of(ins[0])], [view_of(op.outputs[0])], lambda vals: [vals[0].astype(dst)]
+        return [view_of(ins[0])], out, {"dtype": op._attrs["DstT"].base_dtype.name}
     if t == "Sum":
-        x = ins[0]
-        if _trivial_sum(op, view_of(x).shape):
-            return [], [], None  # forwarded memory: nothing is read now
-        rank = len(view_of(x).shape)
-        axis = op._attrs["_axis"]
-        axes = tuple(sorted({int(a) % rank for a in np.ravel(axis)})) if rank else ()
-        keep = op._attrs["keep_dims"]
-        dt = x.dtype.base_dtype.numpy
-        acc = np.float32 if dt.itemsize < 4 and dt.kind == "f" else dt  # half sums in float
-
-        def total(vals):
-            return [np.sum(vals[0], axis=axes, keepdims=keep, dtype=acc).astype(dt)]
-        return [view_of(x)], [view_of(op.outputs[0])], total
+        x = view_of(ins[0])
+        if _trivial_sum(op, x.shape):
+            return [], [], {"axes": [], "keep_dims": False, "forward": True}  # forwarded memory: nothing is read now
+        rank = len(x.shape)
+        axes = sorted({int(a) % rank for a in np.ravel(op._attrs["_axis"])}) if rank else []
+        return [x], out, {"axes": axes, "keep_dims": bool(op._attrs["keep_dims"]),
+                          "forward": False}
     if t == "StridedSlice":
         if _identity_slice(op, view_of(ins[0]).shape):
-            return [], [], None  # forwarded memory: nothing is read now
-        window = view_of(ins[0])[op._attrs["_index"]]
-        return [window], [view_of(op.outputs[0])], lambda vals: [vals[0]]
+            return [], [], {"forward": True}  # forwarded memory: nothing is read now
+        return [view_of(ins[0])[op._attrs["_index"]]], out, {"forward": False}
     if t == "Assign":
-        return [view_of(ins[1])], [var_view(op)], lambda vals: [vals[0]]
+        return [view_of(ins[1])], [var_view(op)], {}
     if t in ("AssignAdd", "AssignSub"):
-        fn = np.add if t == "AssignAdd" else np.subtract
-        return [var_view(op), view_of(ins[1])], [var_view(op)], \
-            lambda vals: [fn(vals[0], vals[1])]
+        return [var_view(op), view_of(ins[1])], [var_view(op)], {}
     if t == "StridedSliceAssign":
-        return [view_of(ins[-1])], [var_view(op)[op._attrs["_index"]]], lambda vals: [vals[0]]
+        return [view_of(ins[-1])], [var_view(op)[op._attrs["_index"]]], {}
     if t in ("Identity", "VariableV2", "NoOp"):
-        return [], [], None
+        return [], [], {}
     raise AliasflowError(f"operation {op.name!r}: type {show_value(t)} cannot run here")
 
 
-def _kernel(params, inputs):
-    return params["run"](inputs)
-
-
-# A graph op of a session's run: params["run"] reads the values and gives the written ones
-# (and keeps the session's record of initialized variables). Session-private: such records
-# run, and are analysed, but hold a function, so a program file cannot hold them.
-PRIMITIVES.register(Primitive("tf.kernel", _kernel, params={"type": "str", "run": "any"},
-                              outputs="each", doc="One TensorFlow graph op in a session's run."),
-                    replace=True)
-
-
-def _kernel_record(name, type_, reads, writes, fn, checks, done, after) -> OpRecord:
-    """One graph op as an op record: its data reads and writes, ordered after the ops its data
-    and control edges name (``after``)."""
-    def run(values):
-        for check in checks:
-            check()
-        if fn is None:
-            results = []
-        else:
-            with np.errstate(all="ignore"):
-                results = [np.asarray(r) for r in fn(values)]  # all reads before any write
-        for out, value in zip(writes, results):
-            if value.shape != out.shape:
-                raise AliasflowError(f"operation {name!r}: value of shape {value.shape} "
-                                     f"does not match {out.name!r} of shape {out.shape}")
-        if done is not None:
-            done()
-        return results
+def _record(name, type_, reads, writes, params, after) -> OpRecord:
+    """One graph op as an op record of kind ``tf.<type>``: its data reads and writes, ordered
+    after the ops its data and control edges name (``after``)."""
     n = len(reads)
     accesses = [Access(k, "R", v) for k, v in enumerate(reads)] + \
         [Access(n + k, "W", v) for k, v in enumerate(writes)]
-    return OpRecord(name, "tf.kernel", accesses, {"type": type_, "run": run}, 0, after)
+    return OpRecord(name, f"tf.{type_}", accesses, params, 0, after)
 
 
 MAX_FETCH_DEPTH = 100  # lists, tuples and dicts of fetches nested deeper are refused
@@ -222,6 +181,7 @@ class Session:
         self.workers = workers
         self._memory: dict[int, AfTensor] = {}
         self._initialized: set[int] = set()
+        self._consts: dict[int, dict] = {}
         self._closed = False
         self._contexts: list = []
 
@@ -242,6 +202,7 @@ class Session:
         self._closed = True
         self._memory.clear()
         self._initialized.clear()
+        self._consts.clear()
 
     # ---- run --------------------------------------------------------------------------------
     def _variable_memory(self, var_op: Operation) -> AfTensor:
@@ -251,17 +212,11 @@ class Session:
                                                 var_op._attrs["dtype"].numpy)
         return self._memory[var_op._id]
 
-    def _check_initialized(self, var_op: Operation):
-        def check():
-            if var_op._id not in self._initialized:
-                raise AliasflowError(f"attempting to use uninitialized value {var_op.name}")
-        return check
-
     def run(self, fetches, feed_dict=None):
         """Run what ``fetches`` need and return their values (NumPy; None for operations),
         in the structure of ``fetches`` (nested lists, tuples, dicts)."""
         structure, elements, fed, views, kernels, order = self._plan(fetches, feed_dict)
-        self._check_variables(order, fed)
+        assigned = self._check_variables(order, fed)
         # one worker: creation order, one of the orders the analysis allows; more: the
         # analysis' ordering edges on a thread pool
         graph = analyze(kernels) if self.workers > 1 else None
@@ -272,6 +227,10 @@ class Session:
             if isinstance(cause, AliasflowError):
                 raise AliasflowError(str(cause)) from cause
             raise
+        # only a run that succeeds initializes the variables it assigns (after a failed
+        # run, an assign that ran before the failing op has written its variable, which still
+        # counts as uninitialized)
+        self._initialized |= assigned
         values = []
         for el in elements:
             if isinstance(el, Operation):
@@ -280,8 +239,8 @@ class Session:
                 values.append(fed[el].copy())
             else:
                 var = _variable_of(el, fed)
-                if var is not None:
-                    self._check_initialized(var)()
+                if var is not None and var._id not in self._initialized:
+                    raise AliasflowError(f"attempting to use uninitialized value {var.name}")
                 arr = views[el].numpy().copy()
                 values.append(arr[()] if arr.ndim == 0 else arr)
         return _fill(structure, values)
@@ -339,38 +298,39 @@ class Session:
 
         position = {op._id: k for k, op in enumerate(order)}
         kernels = []
-        for k, op in enumerate(order):
-            reads, writes, fn = _accessed(op, view_of, var_view)
-            read_vars = {}
-            for t in _read_tensors(op) + (op.inputs[:1] if op.type == "StridedSliceAssign" else []):
-                var = _variable_of(t, fed)
-                if var is not None:
-                    read_vars[var._id] = var
-            checks = [self._check_initialized(v) for v in read_vars.values()]
-            after = None
-            if op.type == "Assign":
-                var = _variable_of(op.inputs[0], fed)
-                after = (lambda i: lambda: self._initialized.add(i))(var._id)
+        for op in order:
+            reads, writes, params = _accessed(op, view_of, var_view, self._const_value)
             preds = {position[i.op._id] for i in op.inputs if i not in fed}
             preds |= {position[c._id] for c in op.control_inputs if c._id in position}
-            kernels.append(_kernel_record(op.name, op.type, reads, writes, fn, checks, after,
-                                          tuple(order[p].name for p in sorted(preds))))
+            kernels.append(_record(op.name, op.type, reads, writes, params,
+                                   tuple(order[p].name for p in sorted(preds))))
         return structure, elements, fed, views, kernels, order
 
-    def _check_variables(self, order: list[Operation], fed: dict) -> None:
-        """Refuse, before anything runs, a variable read that is neither initialized nor
-        assigned in this run (reads racing an assign are still checked as they run)."""
-        assigned = set()
-        for op in order:
-            var = _variable_of(op.inputs[0], fed) if op.type == "Assign" else None
-            if var is not None:
-                assigned.add(var._id)
+    def _check_variables(self, order: list[Operation], fed: dict) -> set[int]:
+        """Refuse, before anything runs, a variable read that comes, in creation order,
+        before any ``Assign`` has initialized the variable (in an earlier run or earlier in
+        this one). Creation order is the order one worker runs; with more workers the
+        analysis orders each such read after those assigns too, since an assign writes the
+        whole variable. Returns the ids of the variables this run assigns."""
+        ready, assigned = set(self._initialized), set()
         for op in order:
             for t in _read_tensors(op) + (op.inputs[:1] if op.type in _UPDATES[1:] else []):
                 var = _variable_of(t, fed)
-                if var is not None and var._id not in self._initialized | assigned:
+                if var is not None and var._id not in ready:
                     raise AliasflowError(f"attempting to use uninitialized value {var.name} "
                                          f"(in {op.name!r}); run its initializer first")
+            var = _variable_of(op.inputs[0], fed) if op.type == "Assign" else None
+            if var is not None:
+                ready.add(var._id)
+                assigned.add(var._id)
+        return assigned
+
+    def _const_value(self, op: Operation) -> dict:
+        """The ``tf.Const`` value parameter of a ``Const`` op (encoded once per session)."""
+        got = self._consts.get(op._id)
+        if got is None:
+            got = self._consts[op._id] = encode_value(op._attrs["value"])
+        return got
 
     def _memory_views(self, order: list[Operation], fed: dict) -> dict:
         """The aliasflow view each tensor of the run lives in, with shapes known at run time."""
