@@ -248,12 +248,34 @@ def test_traced_records_are_analysed_and_refused_by_run_and_save():
     ("te", ["eval", "int32", "1"], "op 'B': nodes\\[3\\]: unknown node kind.*got 'eval'"),
     ("te", ["call", "float32", "os.system", [0]], "unknown call.*got 'os.system'"),
     ("te", ["mul", "float64", 1, 2], "the node's dtype is float32, not float64"),
+    ("mge.const", {"dtype": "int32", "value": ["nan"]}, "value \\['nan'\\] is no array of int32"),
+    ("mge.const", {"dtype": "complex64"}, "dtype must name a bool, integer or float dtype, got"),
+    ("mge.const", {"value": [[1.0], 2.0]}, "value .* is no array of float32"),
+    ("mge.cast", {"dtype": "object"}, "dtype must name a bool, integer or float dtype, got "
+                                      "'object'"),
+    ("mge.scalar", {"op": "power"}, "op must be one of \\['add', 'divide', 'multiply', "
+                                    "'subtract'\\], got 'power'"),
+    ("mge.scalar", {"scalar": "3"}, "scalar must be a number, got '3'"),
 ])
 def test_a_malformed_front_end_parameter_in_a_file_is_refused_naming_it(kind, bad, message):
     import json
     from aliasflow import te, tf
     from aliasflow.io import ProgramFileError
-    if kind == "tf":
+    if kind.startswith("mge."):
+        from aliasflow import mge
+        mge.reset()
+        with mge.config(semantics="alias"):
+            x = mge.tensor([1.0, 2.0])
+            x[0:1] = mge.tensor([7])   # mge.cast
+            x[1] = 0.5                 # mge.const
+            z = 10 - x                 # mge.scalar
+            ops = mge.recorded_ops()
+        mge.reset()
+        doc = json.loads(dumps_program(ops))
+        op = next(o for o in doc["ops"] if o["kind"] == kind)
+        op.update(bad)
+        del z
+    elif kind == "tf":
         g = tf.Graph()
         with g.as_default():
             x = tf.constant([1.0, 2.0]) * 3.0

@@ -121,19 +121,52 @@ def _sample_result(kernel):
     return result
 
 
+def _check_dtype(op_name: str, params) -> None:
+    try:
+        ok = np.dtype(params["dtype"]).kind in "biuf"
+    except TypeError:
+        ok = False
+    if not ok:
+        raise AliasflowError(f"op {op_name!r}: dtype must name a bool, integer or float dtype, "
+                             f"got {show_value(params['dtype'])}")
+
+
+def _check_const(op_name: str, params) -> None:
+    _check_dtype(op_name, params)
+    try:
+        with np.errstate(all="ignore"):
+            value = np.asarray(params["value"], params["dtype"])
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise AliasflowError(f"op {op_name!r}: value {show_value(params['value'])} is no array "
+                             f"of {params['dtype']}: {exc}") from None
+    if value.dtype.kind not in "biuf":
+        raise AliasflowError(f"op {op_name!r}: value {show_value(params['value'])} is no array "
+                             f"of numbers")
+
+
+def _check_scalar(op_name: str, params) -> None:
+    if params["op"] not in _FNS:
+        raise AliasflowError(f"op {op_name!r}: op must be one of {sorted(_FNS)}, got "
+                             f"{show_value(params['op'])}")
+    if not isinstance(params["scalar"], (int, float)):
+        raise AliasflowError(f"op {op_name!r}: scalar must be a number, got "
+                             f"{show_value(params['scalar'])}")
+
+
 PRIMITIVES.register(Primitive(
     "mge.const", lambda params, inputs: np.asarray(params["value"], params["dtype"]), arity=0,
-    params={"value": "json", "dtype": "str"},
+    params={"value": "json", "dtype": "str"}, check_params=_check_const,
     result=lambda p, ins: (np.shape(p["value"]), np.dtype(p["dtype"])),
     doc="Write given values (tensor creation, scalar assignment)."), replace=True)
 PRIMITIVES.register(Primitive(
     "mge.cast", lambda params, inputs: np.asarray(inputs[0]).astype(params["dtype"]), arity=1,
-    params={"dtype": "str"}, result=lambda p, ins: (ins[0][0], np.dtype(p["dtype"])),
+    params={"dtype": "str"}, check_params=_check_dtype,
+    result=lambda p, ins: (ins[0][0], np.dtype(p["dtype"])),
     doc="Copy with a cast to the output's dtype (as assignment does in NumPy and MegEngine)."),
     replace=True)
 PRIMITIVES.register(Primitive(
     "mge.scalar", _scalar_kernel, arity=1,
-    params={"op": "str", "scalar": "json", "reverse": "bool"},
+    params={"op": "str", "scalar": "json", "reverse": "bool"}, check_params=_check_scalar,
     result=_sample_result(_scalar_kernel),
     doc="An arithmetic op of a tensor and a Python number: op(x, scalar) or op(scalar, x)."),
     replace=True)
