@@ -61,9 +61,10 @@ def test_inert_without_the_flag(pytester):
     pytester.makepyfile(test_inert=SUITE)
     result = run(pytester)
     result.assert_outcomes(passed=2)
-    # the header names the installed plugin ("plugins: aliasflow-..."); nothing else may
-    out = [line for line in result.outlines if not line.startswith("plugins:")]
-    assert not any("aliasflow" in line for line in out), out
+    # nothing of the plugin's own output (its lines say "aliasflow:"); pytest's
+    # header and warnings may name the plugin's module, which is installed either way
+    assert not any("aliasflow:" in line for line in result.outlines), \
+        result.outlines
 
 
 @pytest.mark.parametrize("args", [["--aliasflow-fail-on", "none"],
