@@ -25,7 +25,7 @@ import numpy as np
 from aliasflow import solver as _solver
 
 from ..core.errors import AliasflowError
-from ..core.exchange import from_numpy
+from ..core.exchange import from_numpy, has_buffer
 from ..core.view import Tensor
 from ..core.view import TensorView
 
@@ -44,7 +44,7 @@ def _view(v, who: str):
     if isinstance(v, Tensor):
         return v.view()
     if isinstance(v, np.ndarray) or hasattr(v, "__array_interface__") or \
-            hasattr(v, "__array_struct__") or hasattr(v, "__array__") or _has_buffer(v):
+            hasattr(v, "__array_struct__") or hasattr(v, "__array__") or has_buffer(v):
         try:
             if not isinstance(v, np.ndarray) and hasattr(v, "__array__") and not (
                     hasattr(v, "__array_interface__") or hasattr(v, "__array_struct__")):
@@ -57,14 +57,6 @@ def _view(v, who: str):
                                  f"copy: {exc}") from None
     raise AliasflowError(f"{who}: expected a TensorView, a Tensor or an array, got "
                          f"{type(v).__name__}")
-
-
-def _has_buffer(obj) -> bool:
-    try:
-        memoryview(obj).release()
-    except TypeError:
-        return False
-    return True
 
 
 def memory_meets(v1, v2) -> bool:

@@ -33,7 +33,7 @@ def _as_ndarray(obj, who: str) -> np.ndarray:
         raise AliasflowError(f"{who}: {type(obj).__name__} {obj.name!r} is already aliasflow "
                              f"memory; use it directly")
     if not (hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__")
-            or _has_buffer(obj)):
+            or has_buffer(obj)):
         raise AliasflowError(f"{who}: needs an array (an ndarray, an object with "
                              f"__array_interface__ or the buffer protocol), got "
                              f"{type(obj).__name__}")
@@ -44,7 +44,8 @@ def _as_ndarray(obj, who: str) -> np.ndarray:
                              f"copy: {exc}") from None
 
 
-def _has_buffer(obj) -> bool:
+def has_buffer(obj) -> bool:
+    """Whether ``obj`` exports the buffer protocol."""
     try:
         memoryview(obj).release()
     except TypeError:
