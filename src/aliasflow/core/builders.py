@@ -25,7 +25,7 @@ from .values import check_name
 from .view import TensorView
 
 _set = object.__setattr__
-_QUIET = frozenset({"_record", "_results", "_frozen"})  # writes that keep the op
+_QUIET = frozenset({"_record", "_results"})  # writes that keep the op
 _VIEW_LISTS = frozenset({"input_views", "output_views"})
 
 
@@ -98,11 +98,11 @@ class Operation:
     def __setattr__(self, name, value):
         if name in _VIEW_LISTS:  # a list that tells this builder when it changes
             value = _Views(self, value)
+        elif name == "_params":  # read-only, one object for equal params (the record's too)
+            value = shared_params(value)
         _set(self, name, value)
         if name not in _QUIET:
             _set(self, "_record", None)
-            if name == "_params":  # the record's read-only copy, shared by equal params
-                _set(self, "_frozen", shared_params(value))
 
     def __deepcopy__(self, memo):
         """A builder over deep copies of the views (so of the memory); what it cached is
@@ -111,9 +111,13 @@ class Operation:
         new = object.__new__(type(self))
         memo[id(self)] = new
         for key, value in self.__dict__.items():
-            if key not in _QUIET:
-                _set(new, key, deepcopy(value, memo))
-        _set(new, "_frozen", shared_params(new._params))
+            if key == "_params":
+                value = shared_params(deepcopy(dict(value), memo))
+            elif key not in _QUIET:
+                value = deepcopy(value, memo)
+            else:
+                continue
+            _set(new, key, value)
         _set(new, "_record", None)
         _set(new, "_results", None)
         return new
@@ -157,7 +161,7 @@ class Operation:
             return rec
         outs = self.output_views
         # its accesses (reads in slots 0..n-1, then writes) are made when first asked for
-        rec = OpRecord._trusted(self.name, self.kind, None, self._frozen, 0 if outs else 1,
+        rec = OpRecord._trusted(self.name, self.kind, None, self._params, 0 if outs else 1,
                                 (), None, tuple(self.input_views), tuple(outs))
         _set(self, "_record", rec)
         return rec

@@ -252,19 +252,22 @@ _shared: dict = {}
 
 
 def shared_params(params: dict) -> Mapping:
-    """``params`` as a read-only mapping, one object for all equal parameters of plain values
-    (ints, floats, strings, bools, None; equal with the same types): a program's many ops of
-    one kind then share their parameters, and what is worked out per parameters (checks,
-    bound kernels) is worked out once."""
+    """``params`` as a read-only mapping, one object for all equal parameters: plain values
+    (ints, floats, strings, bools, None) equal with the same types, any other value the very
+    same object (a kernel function, say; the shared mapping holds it, so its id stays its
+    own): a program's many ops of one kind then share their parameters, and what is worked
+    out per parameters (checks, bound kernels) is worked out once."""
     if not params:
         return _EMPTY
     key = []
     for name, value in params.items():
-        if type(value) not in _PLAIN:
-            return MappingProxyType(dict(params))
-        # -0.0 == 0.0 and NaNs differ in payload, but a kernel writes one or the other:
-        # floats by their bits
-        key.append((name, type(value), _float_bits(value) if type(value) is float else value))
+        t = type(value)
+        if t not in _PLAIN:
+            key.append((name, None, id(value)))
+        else:
+            # -0.0 == 0.0 and NaNs differ in payload, but a kernel writes one or the other:
+            # floats by their bits
+            key.append((name, t, _float_bits(value) if t is float else value))
     key = tuple(key)
     got = _shared.get(key)
     if got is None:
