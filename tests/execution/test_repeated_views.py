@@ -94,3 +94,17 @@ def test_a_program_file_of_repeating_views_loads_analyses_and_runs():
     assert p.tensors["T"].data.tolist() == [6, 6, 3, 4]
     # brute force on the small equivalent: W touches elements 0 and 1 only
     assert sorted({i for i in itertools.chain([0, 1])}) == p.views["W"].footprint().tolist()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_empty_view_numpy_cannot_hold_is_refused_before_any_op_runs(workers):
+    """An empty view whose other axes multiply past what a byte count holds (NumPy refuses
+    to make even the empty array): a clean error naming the view, nothing written."""
+    t = af.Tensor("T", (4,), "float32", data=np.zeros(4, np.float32))
+    empty = af.TensorView("E", t, 0, (0, 2**62), (1, 1))
+    ops = [af.FillOperation("first", 1.0).set_outputs(t[0:2]),
+           af.TransformOperation("t", "negative").set_inputs(empty).set_outputs(empty)]
+    with pytest.raises(af.AliasflowError, match=r"view 'E': NumPy cannot make an array of "
+                                                 r"shape \(0, 4611686018427387904\)"):
+        af.run(ops, workers=workers)
+    assert t.data.tolist() == [0.0] * 4

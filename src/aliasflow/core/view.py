@@ -440,7 +440,13 @@ class TensorView(_ViewFields):
         # in a byte offset, so it is normalised here (the view's own stride is unchanged).
         shape = self.shape
         if 0 in shape:
-            return np.ndarray(shape, self.dtype, buf, 0, (0,) * len(shape))
+            try:
+                return np.ndarray(shape, self.dtype, buf, 0, (0,) * len(shape))
+            except ValueError:  # NumPy cannot hold it (its other axes overflow a byte count)
+                raise AliasflowError(f"view {self.name!r}: NumPy cannot make an array of "
+                                     f"shape {shape} and dtype {self.dtype}, empty as it is "
+                                     f"(the product of its other axes' sizes overflows)"
+                                     ) from None
         unit = tensor.dtype.itemsize
         return np.ndarray(shape, self.dtype, buf, self.offset * unit,
                           tuple([0 if n == 1 else s * unit for n, s in zip(shape, self.stride)]))
