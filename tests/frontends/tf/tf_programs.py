@@ -42,7 +42,9 @@ def _index(draw, shape, allow_new=True):
     if allow_new and draw(st.integers(0, 4)) == 0:
         items.insert(draw(st.integers(0, len(items))), None)
     if allow_new and draw(st.integers(0, 4)) == 0:
-        items.insert(draw(st.integers(0, len(items))), Ellipsis)
+        # after the items: they index the leading dims they were drawn for (before them, the
+        # ellipsis would hand them the trailing dims, where an int may be out of range)
+        items.append(Ellipsis)
     if not items:
         items = [Ellipsis]
     return items[0] if len(items) == 1 and draw(st.booleans()) else tuple(items)
