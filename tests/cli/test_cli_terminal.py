@@ -167,3 +167,48 @@ def test_without_torch_trace_traces_numpy(tmp_path):
     assert cli("--version", PYTHONPATH=path).returncode == 0
     # and a missing script is still named first
     one_error_line(cli("trace", tmp_path / "nope.py", PYTHONPATH=path), "no such script")
+
+
+def _in_a_terminal(args, cwd, columns=80, timeout=300):
+    """``python -m aliasflow ARGS`` with its stdout on a pseudo-terminal of ``columns``
+    columns; everything it wrote there."""
+    import os
+    import pty
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "aliasflow", *map(str, args)], cwd=cwd,
+                                env=env(COLUMNS=str(columns), TERM="dumb"), stdout=slave,
+                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the other side closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=timeout)
+    finally:
+        os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_in_an_80_column_terminal_prose_wraps_and_finding_lines_stay_whole(tmp_path):
+    """In a terminal the hint's prose (and the NumPy tracer's notes) wrap at its width,
+    indented; the ``path:line: severity kind: ...`` line stays whole (tools read it); a
+    PyTorch program that made no NumPy operation hears nothing of the NumPy tracer."""
+    pytest.importorskip("torch")
+    (tmp_path / "t_bug.py").write_text(
+        "import torch\na = torch.arange(12.).reshape(3, 4)\na -= a[:, :1]\n")
+    out = _in_a_terminal(["trace", "t_bug.py"], tmp_path)
+    lines = out.splitlines()
+    first = next(line for line in lines if line.startswith("t_bug.py:3: wrong in-op-overlap"))
+    assert len(first) > 80                                   # whole, not wrapped
+    hint = lines.index(next(line for line in lines if line.startswith("    hint: ")))
+    assert len(lines[hint]) <= 80 and lines[hint + 1].startswith(" " * 10)
+    assert not any(line.startswith(("NumPy ", "watched:", "not watched:")) for line in lines)
+    piped = cli("trace", "t_bug.py", cwd=tmp_path, COLUMNS="80")   # a pipe: hint on one line
+    assert any(line.startswith("    hint: ") and len(line) > 80
+               for line in piped.stdout.splitlines())

@@ -229,7 +229,7 @@ def emit(report: Report, fmt: str, text=None) -> int:
         if text is not None:
             text(console)
         else:
-            for line in report.text_lines():
+            for line in report.text_lines(console.width if console.is_terminal else None):
                 console.print(line, soft_wrap=True)
             console.print(report.summary(), soft_wrap=True)
     sys.stdout.flush()

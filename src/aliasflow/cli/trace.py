@@ -3,6 +3,7 @@ code rewritten at import) and, once it imports torch, the PyTorch tracer, and re
 findings of both."""
 from __future__ import annotations
 
+import textwrap
 import time
 from pathlib import Path
 from typing import Optional
@@ -85,9 +86,15 @@ def _text(console, t, report: Report, reuse: bool) -> None:
     if t.torch is not None:
         console.print(f"{data['aten_calls']} aten calls, {data['storages']} storages",
                       soft_wrap=True)
-    for line in watch_lines(t.numpy):
-        console.print(line, soft_wrap=True)
-    for line in report.text_lines():
+    rec = t.numpy.recorder
+    if t.torch is None or rec.count() or rec.errors or rec.untracked_ops:
+        # a PyTorch program that made no NumPy operation hears nothing of the NumPy tracer
+        for line in watch_lines(t.numpy):
+            if console.is_terminal and len(line) > console.width:  # prose: wrapped, indented
+                line = textwrap.fill(line, width=max(console.width, 40), subsequent_indent="  ",
+                                     break_on_hyphens=False)
+            console.print(line, soft_wrap=True)
+    for line in report.text_lines(console.width if console.is_terminal else None):
         console.print(line, soft_wrap=True)
     for op in data["failed"]:
         console.print(f"failed: {op['op']} at {op['line']}: {op['error']}", soft_wrap=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -65,12 +66,13 @@ class Report:
     def json_text(self) -> str:
         return dumps(self.to_json())
 
-    def text_lines(self) -> list[str]:
+    def text_lines(self, width: int | None = None) -> list[str]:
         """One line per finding, ``path:line: severity kind: message``, the source line and
-        the hint indented below it."""
+        the hint indented below it; with ``width`` (a terminal's), the hint's prose wrapped
+        to it (the finding's own line never is: tools read it whole)."""
         out = []
         for item in self.reported:
-            out.extend(text_of(item))
+            out.extend(text_of(item, width))
         return out
 
     def github_lines(self) -> list[str]:
@@ -83,7 +85,7 @@ def dumps(doc) -> str:
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
-def text_of(item: Item) -> list[str]:
+def text_of(item: Item, width: int | None = None) -> list[str]:
     where = f"{item.place.shown()}: " if item.place is not None else ""
     lines = [f"{where}{item.severity} {item.kind}: {item.message}"]
     if item.source:
@@ -92,7 +94,11 @@ def text_of(item: Item) -> list[str]:
     if related:
         lines.append(f"    also at {', '.join(related)}")
     if item.hint:
-        lines.append(f"    hint: {item.hint}")
+        hint = f"    hint: {item.hint}"
+        if width is not None and len(hint) > width:
+            hint = textwrap.fill(hint, width=max(width, 40), subsequent_indent=" " * 10,
+                                 break_on_hyphens=False)
+        lines.extend(hint.split("\n"))
     return lines
 
 
