@@ -267,3 +267,14 @@ def test_data_address_is_the_arrays_own_and_refuses_garbage_calmly():
     for args in [(), (base, base)]:
         with pytest.raises(TypeError):
             native.data_address(*args)
+
+
+@needs_native
+@pytest.mark.parametrize("huge", [(0, (2**62, 3), (2**62, 1)), (2**62, (4, 2**40), (-2**61, 2**22))])
+def test_an_empty_layout_meets_nothing_in_either_order(huge):
+    """Emptiness is decided before any arithmetic on the other side (which may overflow):
+    the answer does not depend on the order of the two layouts."""
+    empty = (0, (0, 5), (1, 1))
+    assert pure_intersects(empty, huge) is False
+    assert native.intersects(empty, huge) is False
+    assert native.intersects(huge, empty) is False

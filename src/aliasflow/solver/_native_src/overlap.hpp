@@ -546,6 +546,12 @@ inline int pair(const NormalForm& a, const NormalForm& b, long budget) {
 }
 
 inline int intersects(const Layout& a, const Layout& b, long budget = DEFAULT_BUDGET) {
+    // an empty layout meets nothing, whichever side it is on (before any arithmetic on the
+    // other side can overflow: the answer must not depend on the order)
+    for (int j = 0; j < a.ndim; ++j)
+        if (a.shape[j] == 0) return NO;
+    for (int j = 0; j < b.ndim; ++j)
+        if (b.shape[j] == 0) return NO;
     try {
         Normal na, nb;
         normalise(a, na);
