@@ -14,9 +14,6 @@ it would without the tracer; the op's own exceptions reach the program unchanged
 from __future__ import annotations
 
 import gc
-import os
-import sys
-import sysconfig
 import threading
 import warnings
 import weakref
@@ -27,15 +24,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ...core.errors import AliasflowError
 from . import datadep
 from .confirm import rerun
+from .frames import USER_CODE as _USER, is_user_code as _is_user_code, user_frame as _user_frame, \
+    user_site as _user_site
 from .memory import StorageGen, may_overlap_internally, same_layout as _same_layout
 from .schema import TENSOR, spec_of
 from .streams import StreamLog
 
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_AF_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _PAGE = 20   # generations are indexed by the 1 MiB pages they touch
 
-_getframe = sys._getframe
 _storage_address = torch._C._storage_address
 _sequence_nr = torch._C._autograd._get_sequence_nr
 _current_node = torch._C._current_autograd_node
@@ -122,7 +118,6 @@ def _slot(k: int) -> _Slot:
 
 _SPECS: dict = {}          # OpOverload -> OpSpec, for every trace (None: unreadable schema)
 _SPEC_ERRORS: dict = {}
-_USER: dict = {}           # code object -> is it the user's
 
 class _Mode(TorchDispatchMode):
     def __init__(self, trace):
@@ -131,18 +126,6 @@ class _Mode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return self.trace._call(func, args, kwargs or {})
-
-
-def _internal_file(filename: str) -> bool:
-    """Frames of torch, aliasflow, installed packages and Python itself are not the user's."""
-    if filename.startswith((_TORCH_DIR, _AF_DIR, "<frozen")):
-        return True
-    return ("site-packages" + os.sep in filename or "dist-packages" + os.sep in filename
-            or filename.startswith(_STDLIB))
-
-
-_STDLIB = tuple(p + os.sep for p in {sysconfig.get_paths()["stdlib"],
-                                     sysconfig.get_paths()["platstdlib"]})
 
 
 class Trace:
@@ -199,6 +182,7 @@ class Trace:
 
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
+        self._mode = None   # the mode refers to the trace: no cycle left for the GC to find
         self.running = False
         _unwatch_threads(self)
         self._streams.stop()
@@ -361,20 +345,12 @@ class Trace:
             spec = _spec(func)
         calls = self.calls
         index = len(calls)
-        # the user's frame: the first one outside torch, aliasflow and installed packages
-        f = _getframe(2)
-        user = _USER
-        while f is not None:
-            code = f.f_code
-            mine = user.get(code)
-            if mine is None:
-                mine = user[code] = not _internal_file(code.co_filename)
-            if mine:
-                break
-            f = f.f_back
+        # the user's line: in the first frame past the mode's outside torch, aliasflow and
+        # installed packages
+        where = _user_site(2, _USER, _is_user_code)
         node = _current_node()
         streams = self._streams
-        call = Call((index, spec, func, (code, f.f_lineno) if f is not None else None,
+        call = Call((index, spec, func, where,
                      streams.region, _sequence_nr(),
                      None if node is None else node._sequence_nr(), (), None, None, None,
                      None, None, None))
@@ -401,7 +377,7 @@ class Trace:
         finish = None
         if spec.writes:
             try:
-                finish = self._suspect(call, spec, func, args, kwargs, accesses, f)
+                finish = self._suspect(call, spec, func, args, kwargs, accesses)
             except Exception:  # noqa: BLE001 - no confirmation, the finding stays a hazard
                 finish = None
         try:
@@ -538,7 +514,7 @@ class Trace:
         extra = call.extra = call.extra or {}
         extra["exact"] = (k,) + got
 
-    def _suspect(self, call, spec, func, args, kwargs, accesses, frame):
+    def _suspect(self, call, spec, func, args, kwargs, accesses):
         """Does a written argument share memory with another argument (outside the
         elementwise exemption) or overlap itself? Then copy the arguments to confirm."""
         written = {}
@@ -571,7 +547,10 @@ class Trace:
             return None
         call.extra = call.extra or {}
         call.extra["suspect"] = True
-        if frame is not None:   # the user's variables, while they are there to see
+        # the user's frame (past _suspect's, _call's and the mode's): their variables, while
+        # they are there to see
+        frame = _user_frame(3, _USER, _is_user_code)
+        if frame is not None:
             from .names import frame_locals
             tensors = {}
             for j, acc in enumerate(accesses):
