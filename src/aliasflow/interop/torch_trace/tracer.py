@@ -26,11 +26,12 @@ from . import datadep
 from .confirm import rerun
 from .frames import USER_CODE as _USER, is_user_code as _is_user_code, user_frame as _user_frame, \
     user_site as _user_site
-from .memory import StorageGen, may_overlap_internally, same_layout as _same_layout
+from .memory import NO_ALIASES, StorageGen, may_overlap_internally, same_layout as _same_layout
 from .schema import TENSOR, spec_of
 from .streams import StreamLog
 
 _PAGE = 20   # generations are indexed by the 1 MiB pages they touch
+_PRUNE_AT = 64   # a page's list longer than this is cleared of dead generations when read
 
 _storage_address = torch._C._storage_address
 _sequence_nr = torch._C._autograd._get_sequence_nr
@@ -116,7 +117,9 @@ def _slot(k: int) -> _Slot:
     return _SLOTS[k] if k < 256 else _Slot(k)
 
 
-_SPECS: dict = {}          # OpOverload -> OpSpec, for every trace (None: unreadable schema)
+# id(OpOverload) -> (OpOverload, OpSpec), for every trace (None: unreadable schema); keyed by
+# address, as an OpOverload's hash is a Python method; the entry keeps the overload alive
+_SPECS: dict = {}
 _SPEC_ERRORS: dict = {}
 
 class _Mode(TorchDispatchMode):
@@ -247,44 +250,58 @@ class Trace:
         ptr, nbytes = st.data_ptr(), st.nbytes()
         if not ptr and (nbytes or self._unusual(t) is None):
             return None
-        old = self._by_sid.get(sid)
-        if old is None:
+        return self._new_gen(t, st, sid, ptr, nbytes, index, creating)
+
+    def _new_gen(self, t, st, sid, ptr, nbytes, index, creating):
+        """The generation of storage ``st`` (StorageImpl address ``sid``) at ``ptr``,
+        ``nbytes`` long, first seen by call ``index`` (``creating``: the call made it)."""
+        by_sid = self._by_sid
+        if sid not in by_sid:
             st._weak_ref()   # pins the StorageImpl object, not its bytes; freed with the trace
             self._weak.append(sid)
-        gen = StorageGen(len(self.storages), ptr, nbytes, index if creating else None, sid,
+        storages = self.storages
+        gen = StorageGen(len(storages), ptr, nbytes, index if creating else None, sid,
                          "cpu" if t.is_cpu else t.device.type, index)
         if not creating:
             # memory the allocator did not just hand out may be shared with live storages
-            near = self._near(gen)
-            gen.aliases = frozenset(
-                g.id for g in near
-                if g.address < gen.end and gen.address < g.end and not _expired(g.weak)
-                and self._by_sid.get(g.weak) is g)
+            gen.aliases = self._live_overlapping(gen)
             if gen.aliases:
-                gen.group = min(self.storages[i].group for i in gen.aliases)
+                gen.group = min(storages[i].group for i in gen.aliases)
             if self.values:
                 gen.snapshot = st.clone()
-        self.storages.append(gen)
+        storages.append(gen)
         if nbytes:
             pages = self._pages
-            for page in range(ptr >> _PAGE, ((ptr + nbytes - 1) >> _PAGE) + 1):
+            first, last = ptr >> _PAGE, (ptr + nbytes - 1) >> _PAGE
+            for page in (first,) if first == last else range(first, last + 1):
                 bucket = pages.get(page)
                 if bucket is None:
                     pages[page] = [gen]
                 else:
                     bucket.append(gen)
-        self._by_sid[sid] = gen
+        by_sid[sid] = gen
         return gen
 
-    def _near(self, gen):
-        """Generations on the same address pages as ``gen`` (a superset of those whose
-        ranges meet it)."""
-        out = {}
-        for page in range(gen.address >> _PAGE, ((max(gen.end, gen.address + 1) - 1) >> _PAGE)
-                          + 1):
-            for g in self._pages.get(page, ()):
-                out[g.id] = g
-        return out.values()
+    def _live_overlapping(self, gen):
+        """Ids of the generations still alive (their storage not freed, and still its latest
+        generation) whose address ranges meet ``gen``'s. A long page list is first cleared
+        of dead generations (a dead one never comes back), so lists stay as long as what
+        lives there."""
+        start, end = gen.address, gen.end
+        by_sid, pages = self._by_sid, self._pages
+        found = set()
+        for page in range(start >> _PAGE, ((max(end, start + 1) - 1) >> _PAGE) + 1):
+            bucket = pages.get(page)
+            if not bucket:
+                continue
+            if len(bucket) > _PRUNE_AT:
+                bucket[:] = [g for g in bucket
+                             if not _expired(g.weak) and by_sid.get(g.weak) is g]
+            for g in bucket:
+                if g.address < end and start < g.end and not _expired(g.weak) \
+                        and by_sid.get(g.weak) is g:
+                    found.add(g.id)
+        return frozenset(found) if found else NO_ALIASES
 
     def _unusual(self, t):
         """``(None, 0)`` for a tensor without memory (meta, fake, functional wrappers), whose
@@ -340,9 +357,8 @@ class Trace:
 
     # ---- the hot path -------------------------------------------------------------------
     def _call(self, func, args, kwargs):
-        spec = _SPECS.get(func, _MISSING)
-        if spec is _MISSING:
-            spec = _spec(func)
+        known = _SPECS.get(id(func))
+        spec = known[1] if known is not None and known[0] is func else _spec(func)
         calls = self.calls
         index = len(calls)
         # the user's line: in the first frame past the mode's outside torch, aliasflow and
@@ -525,7 +541,6 @@ class Trace:
         if not groups:
             return None
         suspect = False
-        names = {a.position: a for a in spec.args}
         for j, acc in enumerate(accesses):
             gen = acc[3]
             if gen is None or acc[0] is None:
@@ -541,10 +556,11 @@ class Trace:
         for ws in groups.values():
             for w in ws:
                 acc = accesses[w]
-                if may_overlap_internally(tuple(acc[5]), acc[6]):
+                if may_overlap_internally(acc[5], acc[6]):   # (a Size keys as its tuple)
                     suspect = True
         if not suspect:
             return None
+        names = {a.position: a for a in spec.args}
         call.extra = call.extra or {}
         call.extra["suspect"] = True
         # the user's frame (past _suspect's, _call's and the mode's): their variables, while
@@ -575,7 +591,7 @@ class Trace:
             call.extra["outcomes"] = outcomes
         if spec.writes:   # a written argument may have been resized, even moved (out=)
             self._moved(call, spec, index, args, kwargs, accesses)
-        if spec.any_fresh or spec.returns:
+        if spec.returns:   # (a fresh result is one of the returns)
             call.results = self._results(spec, out, index, accesses)
         if spec.data_dependent:
             self._duplicates(call, spec, args, kwargs, accesses, out)
@@ -612,10 +628,7 @@ class Trace:
         if isinstance(out, _Tensor):
             born[out._cdata] = index
             if spec.fresh and spec.fresh[0]:
-                k = len(accesses)
-                self._capture(out, "W", -1, -1, index, accesses, creating=True)
-                self._keep_uninitialized(spec, accesses[k], out)
-                return _slot(k)
+                return self._fresh(spec, out, -1, index, accesses)
             return None
         if isinstance(out, (list, tuple)):
             res = []
@@ -624,10 +637,7 @@ class Trace:
                     born[o._cdata] = index
                     if j < len(spec.fresh) and spec.fresh[j] or (
                             len(spec.returns) == 1 and spec.fresh and spec.fresh[0]):
-                        k = len(accesses)
-                        self._capture(o, "W", -1, j, index, accesses, creating=True)
-                        self._keep_uninitialized(spec, accesses[k], o)
-                        res.append(_slot(k))
+                        res.append(self._fresh(spec, o, j, index, accesses))
                         continue
                     res.append(None)
                 elif isinstance(o, (list, tuple)):   # a list return inside a tuple
@@ -646,10 +656,33 @@ class Trace:
             return type(out)(res) if isinstance(out, tuple) else res
         return out if _plain(out) else None
 
-    def _keep_uninitialized(self, spec, acc, t):
-        gen = acc[3]
+    def _fresh(self, spec, t, j, index, accesses):
+        """Append the access (a write, at result position ``j``, -1 for the only one) of a
+        tensor the call returned new; its slot. A plain tensor with memory is read here,
+        as :meth:`_capture` would with ``creating=True``; anything else goes through
+        :meth:`_capture`."""
+        k = len(accesses)
+        try:
+            st = t.untyped_storage()
+            sid = st._cdata   # the StorageImpl's address, as _storage_address(t) gives it
+            base, nbytes = st.data_ptr(), st.nbytes()
+            ptr = t.data_ptr()
+            shape = t.shape
+            stride = t.stride()
+            dtype = t.dtype
+        except Exception:  # noqa: BLE001 - _capture says what it is
+            base = 0
+        if not base or dtype in _ODD_DTYPES:
+            self._capture(t, "W", -1, j, index, accesses, creating=True)
+            gen = accesses[k][3]
+        else:
+            gen = self._new_gen(t, st, sid, base, nbytes, index, True)
+            # a generation made by this call: not dirty, so no birth needed (born -2)
+            accesses.append(("W", -1, j, gen, ptr, shape, stride, dtype, -2,
+                             t.is_conj() << 1 | t.is_neg() if self._bits_seen else 0))
         if spec.uninitialized and self.values and gen is not None and gen.snapshot is None:
-            gen.snapshot = t.untyped_storage().clone()
+            gen.snapshot = t.untyped_storage().clone()   # replay needs its unspecified bytes
+        return _slot(k)
 
     def _duplicates(self, call, spec, args, kwargs, accesses, out):
         """Repeated indices written with different values (order-dependent results)."""
@@ -673,10 +706,13 @@ class Trace:
     # ---- end of trace -------------------------------------------------------------------
     def _finish(self):
         import zlib
-        for gen in self.storages:
-            latest = self._by_sid.get(gen.weak) is gen
-            gen.alive_at_end = latest and not _expired(gen.weak)
-            if gen.alive_at_end and self.values and gen.device == "cpu":
+        by_sid, values = self._by_sid, self.values
+        for gen in self.storages:   # (set by an earlier run of this trace, then superseded)
+            if gen.alive_at_end and by_sid.get(gen.weak) is not gen:
+                gen.alive_at_end = False
+        for gen in by_sid.values():   # each storage's latest generation
+            gen.alive_at_end = not _expired(gen.weak)
+            if gen.alive_at_end and values and gen.device == "cpu":
                 st = torch.UntypedStorage._new_with_weak_ptr(gen.weak)
                 if st is not None and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
                     data = torch.empty(0, dtype=torch.uint8).set_(st)
@@ -776,9 +812,6 @@ def _unwatch_threads(trace) -> None:
         threading.Thread.start = _THREAD_START
 
 
-_MISSING = object()
-
-
 def _spec(func):
     """The overload's spec, made once per process (None, with the reason kept, when its
     schema cannot be read)."""
@@ -787,7 +820,7 @@ def _spec(func):
     except Exception as exc:  # noqa: BLE001 - the op is then untracked, not broken
         _SPEC_ERRORS[func] = f"cannot read its schema: {_text(exc)}"
         spec = None
-    _SPECS[func] = spec
+    _SPECS[id(func)] = (func, spec)
     return spec
 
 

@@ -53,7 +53,11 @@ bool read_arguments(PyObject* const* args, Py_ssize_t nargs, const char* name,
 PyObject* site_of(PyObject* code, int line) {
     afpy::Ref number(PyLong_FromLong(line));
     if (!number.p) return nullptr;
-    return PyTuple_Pack(2, code, number.p);
+    PyObject* site = PyTuple_Pack(2, code, number.p);
+    // a tuple of untracked objects (code objects are not tracked): untracked now, as the
+    // collector would at its first pass (a trace keeps one per call)
+    if (site && !PyObject_GC_IsTracked(code)) PyObject_GC_UnTrack(site);
+    return site;
 }
 
 // user_frame(skip, known, classify) -> frame or None
