@@ -13,6 +13,7 @@ it would without the tracer; the op's own exceptions reach the program unchanged
 """
 from __future__ import annotations
 
+import ctypes
 import gc
 import threading
 import warnings
@@ -715,10 +716,11 @@ class Trace:
             if gen.alive_at_end and values and gen.device == "cpu":
                 st = torch.UntypedStorage._new_with_weak_ptr(gen.weak)
                 if st is not None and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
-                    data = torch.empty(0, dtype=torch.uint8).set_(st)
-                    gen.final_crc = zlib.crc32(data.numpy()) if gen.nbytes else 0
+                    # its bytes read where they are (st holds them alive meanwhile)
+                    gen.final_crc = zlib.crc32((ctypes.c_ubyte * gen.nbytes).from_address(
+                        gen.address)) if gen.nbytes else 0
                     if gen.nbytes <= 1 << 16:
-                        gen.final_bytes = st.clone()
+                        gen.final_bytes = torch.UntypedStorage(gen.nbytes).copy_(st)
                 else:
                     gen.alive_at_end = False
 
