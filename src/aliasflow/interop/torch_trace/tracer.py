@@ -118,8 +118,9 @@ def _slot(k: int) -> _Slot:
     return _SLOTS[k] if k < 256 else _Slot(k)
 
 
-# id(OpOverload) -> (OpOverload, OpSpec), for every trace (None: unreadable schema); keyed by
-# address, as an OpOverload's hash is a Python method; the entry keeps the overload alive
+# id(OpOverload) -> (OpOverload, OpSpec or None: unreadable schema, what runs it), for every
+# trace (see _spec); keyed by address, as an OpOverload's hash is a Python method; the entry
+# keeps the overload alive
 _SPECS: dict = {}
 _SPEC_ERRORS: dict = {}
 
@@ -359,7 +360,9 @@ class Trace:
     # ---- the hot path -------------------------------------------------------------------
     def _call(self, func, args, kwargs):
         known = _SPECS.get(id(func))
-        spec = known[1] if known is not None and known[0] is func else _spec(func)
+        if known is None or known[0] is not func:
+            known = _spec(func)
+        spec, run = known[1], known[2]
         calls = self.calls
         index = len(calls)
         # the user's line: in the first frame past the mode's outside torch, aliasflow and
@@ -377,7 +380,7 @@ class Trace:
         # a view, or a stream command (record_stream): no data touched, nothing to replay
         if spec.view_only or (streams.active and streams.issued(call, func, args, kwargs)):
             try:
-                out = func(*args, **kwargs)
+                out = run(*args, **kwargs)
             except Exception as exc:
                 call[10] = _text(exc)
                 raise
@@ -398,7 +401,7 @@ class Trace:
             except Exception:  # noqa: BLE001 - no confirmation, the finding stays a hazard
                 finish = None
         try:
-            out = func(*args, **kwargs)
+            out = run(*args, **kwargs)
         except Exception as exc:
             call[10] = _text(exc)
             raise
@@ -815,15 +818,24 @@ def _unwatch_threads(trace) -> None:
 
 
 def _spec(func):
-    """The overload's spec, made once per process (None, with the reason kept, when its
-    schema cannot be read)."""
+    """``(func, spec, run)`` for the overload, made once per process: its spec (None, with the
+    reason kept, when its schema cannot be read) and what runs it: the compiled operator an
+    ``OpOverload`` calls (its ``__call__`` only forwards to it, a Python frame per op), else
+    ``func`` itself."""
     try:
         spec = spec_of(func)
     except Exception as exc:  # noqa: BLE001 - the op is then untracked, not broken
         _SPEC_ERRORS[func] = f"cannot read its schema: {_text(exc)}"
         spec = None
-    _SPECS[id(func)] = (func, spec)
-    return spec
+    run = func
+    if type(func).__call__ is _FORWARDING_CALL:
+        op = getattr(func, "_op", None)
+        run = op if callable(op) else func
+    known = _SPECS[id(func)] = (func, spec, run)
+    return known
+
+
+_FORWARDING_CALL = torch._ops.OpOverload.__call__   # ``return self._op(*args, **kwargs)``
 
 
 def _plain(x) -> bool:
