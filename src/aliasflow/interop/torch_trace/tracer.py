@@ -667,8 +667,8 @@ class Trace:
         :meth:`_capture`."""
         k = len(accesses)
         try:
+            sid = _storage_address(t)
             st = t.untyped_storage()
-            sid = st._cdata   # the StorageImpl's address, as _storage_address(t) gives it
             base, nbytes = st.data_ptr(), st.nbytes()
             ptr = t.data_ptr()
             shape = t.shape
