@@ -38,6 +38,9 @@ def no_gc():
             gc.enable()
 
 
+NO_ALIASES: frozenset = frozenset()   # one shared empty set (most generations alias nothing)
+
+
 class StorageGen:
     """One lifetime of one address range: ``address``, ``nbytes``, who made it, its bytes
     when the trace first saw it (``snapshot``, for replay) and a CRC-32 at the end."""
@@ -62,7 +65,7 @@ class StorageGen:
         self.alive_at_end = False
         self.region = None            # the aliasflow tensor holding this address range
         self.region_start = 0
-        self.aliases = frozenset()    # ids of older generations alive and overlapping it
+        self.aliases = NO_ALIASES     # ids of older generations alive and overlapping it
         self.group = id_              # generations sharing memory while alive share a group
         self.dirty = False            # written by an op other than its creator
         self.device = device
