@@ -16,26 +16,11 @@ bytes a trace first touches, never with the number of writes.
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from math import prod
 
 import numpy as np
 
 FINAL_COPY_LIMIT = 1 << 16
-
-
-@contextmanager
-def no_gc():
-    """Pause the cyclic GC: building and analysing a trace makes many small objects and
-    frees none, and repeated full collections over them would dominate the time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 NO_ALIASES: frozenset = frozenset()   # one shared empty set (most generations alias nothing)
