@@ -9,18 +9,22 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def paused_gc():
-    """The cyclic collector off inside the block (as it was after). What the block made and
-    kept goes straight to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``), as
-    it would after surviving the collections the pause skipped, instead of being scanned as
-    young all at once on the first allocation after; garbage cycles among the objects moved
-    wait for the next full collection."""
+def paused_gc(promote: bool = False):
+    """The cyclic collector off inside the block (as it was after).
+
+    With ``promote`` (work done once per trace, not in a caller's loop), what the block made
+    and kept goes straight to the oldest generation on exit (``gc.freeze()`` then
+    ``gc.unfreeze()``), as it would after surviving the collections the pause skipped,
+    instead of being scanned as young all at once on the first allocation after. Everything
+    young in the process moves with it, so garbage cycles among those objects wait for the
+    next full collection: not for work a program repeats."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            gc.freeze()
-            gc.unfreeze()
+            if promote:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

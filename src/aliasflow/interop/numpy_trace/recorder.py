@@ -139,7 +139,7 @@ class Recorder:
 
     def snapshot(self, table=None) -> list:
         notes = []
-        with paused_gc():   # many small tuples, none of them garbage
+        with paused_gc(promote=True):   # many small tuples, none of them garbage
             for i in range(fastpath.count(table)):
                 note = self.notes.get(i)
                 if note is None:

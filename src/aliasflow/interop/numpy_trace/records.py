@@ -87,7 +87,7 @@ def op_name(index, note) -> str:
 def build(recorder, names, indices=None) -> list:
     """Every note as a record, in program order (or those at ``indices``). ``names(index,
     label) -> text`` names an access as the user wrote it."""
-    with paused_gc():   # many small objects and none of them garbage: no collections meanwhile
+    with paused_gc(promote=True):   # many small objects, none of them garbage
         return _build(recorder, names, indices)
 
 

@@ -192,7 +192,7 @@ def races(trace) -> list[Race]:
     cached = getattr(trace, "_races", None)
     if cached is not None and cached[0] == key:
         return cached[1]
-    with paused_gc():
+    with paused_gc(promote=True):
         out = _races(trace)
     trace._races = (key, out)
     return out

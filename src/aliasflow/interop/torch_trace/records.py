@@ -55,7 +55,7 @@ class Built:
     @property
     def ops(self) -> list:
         if self._ops is None:
-            with paused_gc():
+            with paused_gc(promote=True):
                 self._ops = _records(self.infos, self._calls, self._views)
         return self._ops
 
@@ -213,7 +213,7 @@ def _frames(trace):
 
 
 def build_ops(trace) -> Built:
-    with paused_gc():
+    with paused_gc(promote=True):
         return _build(trace)
 
 
