@@ -76,3 +76,22 @@ def test_paused_gc_restores_the_collector_and_cycles_are_still_collected(promote
         assert not gc.isenabled()                  # left off when it was off
     finally:
         gc.enable()
+
+
+def test_paused_gc_leaves_a_programs_own_frozen_objects_frozen():
+    """A program that froze objects itself (before forking, say) finds them still frozen
+    after a promoting pause: gc.unfreeze() would have thawed them."""
+    import gc
+    from aliasflow.core.gcpause import paused_gc
+
+    keep = [[] for _ in range(100)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen >= 100
+        with paused_gc(promote=True):
+            more = [[] for _ in range(100)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    del keep, more

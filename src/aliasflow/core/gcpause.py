@@ -17,14 +17,16 @@ def paused_gc(promote: bool = False):
     ``gc.unfreeze()``), as it would after surviving the collections the pause skipped,
     instead of being scanned as young all at once on the first allocation after. Everything
     young in the process moves with it, so garbage cycles among those objects wait for the
-    next full collection: not for work a program repeats."""
+    next full collection: not for work a program repeats. A process that froze objects itself
+    (``gc.freeze()`` before forking workers, say) keeps them frozen: no promotion then, as
+    ``gc.unfreeze()`` would thaw its objects too."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            if promote:
+            if promote and gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
