@@ -1,10 +1,12 @@
 """Build of the compiled core (the rest of the metadata is in pyproject.toml).
 
-Four hand-written CPython C-API modules in C++17, each beside the pure-Python reference it
+Five hand-written CPython C-API modules in C++17, each beside the pure-Python reference it
 must agree with: ``aliasflow.solver._native`` (exact overlap), ``aliasflow.analysis._walker``
 (the dependency walk; it compiles the solver's header too),
-``aliasflow.execution._ready`` (the parallel runner's ready queue) and
-``aliasflow.interop.numpy_trace._fastpath`` (the NumPy tracer's per-operation layouts). A hand-written module is
+``aliasflow.execution._ready`` (the parallel runner's ready queue),
+``aliasflow.interop.numpy_trace._fastpath`` (the NumPy tracer's per-operation layouts) and
+``aliasflow.interop.torch_trace._frames`` (the PyTorch tracer's search for the user's frame).
+A hand-written module is
 the cheapest route to build (one compiler call, nothing but setuptools at build time) and to
 call (~30 ns per call). ``pip install .`` and ``pip install -e .`` compile them; for
 development: ``python setup.py build_ext --inplace``. ``AF_NATIVE_SANITIZE=1`` builds them
@@ -22,6 +24,7 @@ WALK = "src/aliasflow/analysis/_native_src"
 READY = "src/aliasflow/execution/_native_src"
 COMMON = "src/aliasflow/_native_src"  # what the modules share at their boundary
 NPTRACE = "src/aliasflow/interop/numpy_trace/_native_src"
+TTRACE = "src/aliasflow/interop/torch_trace/_native_src"
 SANITIZE = bool(os.environ.get("AF_NATIVE_SANITIZE"))
 compile_args = ["-std=c++17", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra"]
 link_args = []
@@ -87,5 +90,7 @@ setup(
         extension("aliasflow.execution._ready", f"{READY}/ready.cpp", [f"{COMMON}/boundary.hpp"]),
         extension("aliasflow.interop.numpy_trace._fastpath", f"{NPTRACE}/fastpath.cpp",
                   [f"{COMMON}/boundary.hpp"], numpy_headers()),
+        extension("aliasflow.interop.torch_trace._frames", f"{TTRACE}/frames.cpp",
+                  [f"{COMMON}/boundary.hpp"]),
     ],
 )

@@ -53,6 +53,7 @@ def __getattr__(name: str):
         from .interop.numpy_trace.joint import _torch_installed, trace
         if _torch_installed():   # PyTorch loads with af.trace, as it always did
             from .interop.torch_trace import tracer  # noqa: F401
+        globals()["trace"] = trace   # later look-ups find it without this function
         return trace
     if name == "distributed":
         import importlib

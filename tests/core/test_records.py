@@ -47,3 +47,51 @@ def test_the_file_format_reads_the_registry():
     op = af.PRIMITIVES["reduce"].make("r", axis=0)
     assert isinstance(op, af.ReduceOperation) and op.record().prim == "reduce"
     assert op.record().params == {"fn": "sum", "axis": 0}
+
+
+@pytest.mark.parametrize("promote", [False, True])
+def test_paused_gc_restores_the_collector_and_cycles_are_still_collected(promote):
+    """The collector is off inside, back as it was after; a cycle made inside (and, with
+    ``promote``, moved to the oldest generation) is still freed by a full collection."""
+    import gc
+    import weakref
+    from aliasflow.core.gcpause import paused_gc
+
+    class Node:
+        pass
+    assert gc.isenabled()
+    with paused_gc(promote=promote):
+        assert not gc.isenabled()
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        alive = weakref.ref(a)
+        del a, b
+    assert gc.isenabled() and alive() is not None   # a cycle: only the collector frees it
+    gc.collect()
+    assert alive() is None
+    gc.disable()
+    try:
+        with paused_gc(promote=promote):
+            pass
+        assert not gc.isenabled()                  # left off when it was off
+    finally:
+        gc.enable()
+
+
+def test_paused_gc_leaves_a_programs_own_frozen_objects_frozen():
+    """A program that froze objects itself (before forking, say) finds them still frozen
+    after a promoting pause: gc.unfreeze() would have thawed them."""
+    import gc
+    from aliasflow.core.gcpause import paused_gc
+
+    keep = [[] for _ in range(100)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen >= 100
+        with paused_gc(promote=True):
+            more = [[] for _ in range(100)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    del keep, more

@@ -43,31 +43,57 @@ def line_text(path: str, line: int) -> str:
     return linecache.getline(path, line).strip()
 
 
+_SKIPPED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While,
+            ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)
+
+
+class _Parsed:
+    """One file parsed once: each line's innermost simple statement (the last one starting
+    at or before it that spans it) and the text of any node, cut from line offsets."""
+
+    def __init__(self, lines: list[str], tree: ast.Module):
+        self.lines = lines   # linecache's: split at newlines only, as the parser counts them
+        self.statement: dict[int, ast.stmt] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.stmt) and not isinstance(node, _SKIPPED):
+                for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                    best = self.statement.get(line)
+                    if best is None or node.lineno >= best.lineno:
+                        self.statement[line] = node
+
+    def segment(self, node) -> str:
+        """The source text of ``node`` (what :func:`ast.get_source_segment` gives)."""
+        try:
+            first, last = node.lineno - 1, node.end_lineno - 1
+            start, end = node.col_offset, node.end_col_offset
+        except (AttributeError, TypeError):
+            return ""
+        if last >= len(self.lines) or end is None:
+            return ""
+        if first == last:
+            return self.lines[first].encode()[start:end].decode(errors="replace")
+        head = self.lines[first].encode()[start:].decode(errors="replace")
+        tail = self.lines[last].encode()[:end].decode(errors="replace")
+        return head + "".join(self.lines[first + 1:last]) + tail
+
+
 @lru_cache(maxsize=256)
-def _tree(path: str):
+def _parsed(path: str) -> _Parsed | None:
     lines = linecache.getlines(path)
     if not lines:
         return None
+    text = "".join(lines)
     try:
-        return ast.parse("".join(lines)), "".join(lines)
+        return _Parsed(lines, ast.parse(text))
     except (SyntaxError, ValueError):
         return None
 
 
 def _statement(path: str, line: int):
-    got = _tree(path)
-    if got is None:
+    parsed = _parsed(path)
+    if parsed is None:
         return None, None
-    tree, text = got
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                     ast.If, ast.For, ast.While, ast.With, ast.Try,
-                                     ast.AsyncFor, ast.AsyncWith)):
-                if best is None or node.lineno >= best.lineno:
-                    best = node
-    return best, text
+    return parsed.statement.get(line), parsed
 
 
 @dataclass(frozen=True)
@@ -97,26 +123,26 @@ _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "
         ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 
 
+@lru_cache(maxsize=4096)
 def assignment(path: str, line: int) -> AssignText | None:
     """The assignment the statement at ``path:line`` makes, if it is one."""
-    node, text = _statement(path, line)
+    node, parsed = _statement(path, line)
     if isinstance(node, ast.AugAssign):
-        return AssignText(ast.get_source_segment(text, node.target) or "",
-                          ast.get_source_segment(text, node.value) or "",
+        return AssignText(parsed.segment(node.target), parsed.segment(node.value),
                           _OPS.get(type(node.op), "?"), isinstance(node.target, ast.Subscript))
     if isinstance(node, ast.Assign) and len(node.targets) == 1:
         target = node.targets[0]
-        return AssignText(ast.get_source_segment(text, target) or "",
-                          ast.get_source_segment(text, node.value) or "", None,
+        return AssignText(parsed.segment(target), parsed.segment(node.value), None,
                           isinstance(target, ast.Subscript))
     return None
 
 
-def calls(path: str, line: int) -> list[CallText]:
+@lru_cache(maxsize=4096)
+def calls(path: str, line: int) -> tuple[CallText, ...]:
     """The calls the statement at ``path:line`` makes, outermost first."""
-    node, text = _statement(path, line)
+    node, parsed = _statement(path, line)
     if node is None:
-        return []
+        return ()
     out = []
     for c in ast.walk(node):
         if not isinstance(c, ast.Call):
@@ -124,16 +150,15 @@ def calls(path: str, line: int) -> list[CallText]:
         f = c.func
         if isinstance(f, ast.Attribute):
             name = f.attr
-            receiver = ast.get_source_segment(text, f.value)
+            receiver = parsed.segment(f.value) or None
         elif isinstance(f, ast.Name):
             name, receiver = f.id, None
         else:
             continue
-        args = tuple(ast.get_source_segment(text, a) or "" for a in c.args)
-        kwargs = {k.arg: ast.get_source_segment(text, k.value) or "" for k in c.keywords
-                  if k.arg}
+        args = tuple(parsed.segment(a) for a in c.args)
+        kwargs = {k.arg: parsed.segment(k.value) for k in c.keywords if k.arg}
         out.append(CallText(name, receiver, args, kwargs))
-    return out
+    return tuple(out)
 
 
 def index_text(name: str, index) -> str:

@@ -29,6 +29,8 @@ from .trace import NumpyTrace
 
 
 def _torch_installed() -> bool:
+    if "torch" in sys.modules:   # imported, so installed (no finder search, per trace)
+        return True
     try:
         return importlib.util.find_spec("torch") is not None
     except Exception:  # noqa: BLE001 - a finder that refuses torch: not installed, for us

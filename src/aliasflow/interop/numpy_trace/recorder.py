@@ -18,12 +18,11 @@ overlap (:mod:`.calls`).
 """
 from __future__ import annotations
 
-import gc
 import weakref
-from contextlib import contextmanager
 
 import numpy as np
 
+from ...core.gcpause import paused_gc
 from ...core.storage import array_address
 from . import calls, fastpath
 from .checks import Check, assign, duplicate_values, flat_assign
@@ -94,17 +93,6 @@ def assignment_is_safe(dl, vl) -> bool:
     return len(vshape) == 1 and ds == vs and dl[3] == vl[3]
 
 
-@contextmanager
-def no_gc():
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class Pending:
     """An operation recorded before it ran whose result is to be confirmed after it."""
     __slots__ = ("index", "check")
@@ -151,7 +139,7 @@ class Recorder:
 
     def snapshot(self, table=None) -> list:
         notes = []
-        with no_gc():   # many small tuples, none of them garbage
+        with paused_gc(promote=True):   # many small tuples, none of them garbage
             for i in range(fastpath.count(table)):
                 note = self.notes.get(i)
                 if note is None:

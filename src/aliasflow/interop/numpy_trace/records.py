@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.gcpause import paused_gc
 from ...core.record import Access, OpRecord
 from ...core.storage import Storage
 from ...core.view import Tensor, TensorView
 from ..findings.model import Frame, OpInfo
 from ..findings.source import relative
 from .memory import layout_extent
-from .recorder import no_gc
 from .runtime import SITES
 
 
@@ -87,7 +87,7 @@ def op_name(index, note) -> str:
 def build(recorder, names, indices=None) -> list:
     """Every note as a record, in program order (or those at ``indices``). ``names(index,
     label) -> text`` names an access as the user wrote it."""
-    with no_gc():   # many small objects and none of them garbage: no collections meanwhile
+    with paused_gc(promote=True):   # many small objects, none of them garbage
         return _build(recorder, names, indices)
 
 

@@ -81,7 +81,9 @@ class NumpyTrace:
     def _wrap(self):
         for name in WRAPPED:
             original = getattr(np, name)
-            wrapper = _wrapper(original)
+            wrapper = _WRAPPERS.get(original)
+            if wrapper is None:   # made once per function: a wrapper keeps no trace state
+                wrapper = _WRAPPERS[original] = _wrapper(original)
             self._saved[name] = (original, wrapper)
             runtime._unwrapped[id(wrapper)] = original
             setattr(np, name, wrapper)
@@ -177,6 +179,9 @@ def _elements_holding(view, byte_indices) -> int:
     starts = np.unique(starts)
     hit = np.isin(np.add.outer(starts, np.arange(itemsize)), np.asarray(byte_indices))
     return int(hit.any(axis=-1).sum())
+
+
+_WRAPPERS: dict = {}   # NumPy function -> its recording wrapper
 
 
 def _wrapper(f):

@@ -16,8 +16,6 @@ bytes a trace first touches, never with the number of writes.
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from math import prod
 
 import numpy as np
@@ -25,17 +23,7 @@ import numpy as np
 FINAL_COPY_LIMIT = 1 << 16
 
 
-@contextmanager
-def no_gc():
-    """Pause the cyclic GC: building and analysing a trace makes many small objects and
-    frees none, and repeated full collections over them would dominate the time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+NO_ALIASES: frozenset = frozenset()   # one shared empty set (most generations alias nothing)
 
 
 class StorageGen:
@@ -62,7 +50,7 @@ class StorageGen:
         self.alive_at_end = False
         self.region = None            # the aliasflow tensor holding this address range
         self.region_start = 0
-        self.aliases = frozenset()    # ids of older generations alive and overlapping it
+        self.aliases = NO_ALIASES     # ids of older generations alive and overlapping it
         self.group = id_              # generations sharing memory while alive share a group
         self.dirty = False            # written by an op other than its creator
         self.device = device

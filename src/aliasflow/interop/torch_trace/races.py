@@ -21,8 +21,8 @@ import numpy as np
 
 from ...analysis.stream_races import find_stream_races
 from ...analysis.streams import StreamClocks
+from ...core.gcpause import paused_gc
 from ..findings.classify import _grid, _restrict, _shared_bytes
-from .memory import no_gc
 from .streams import CUDA_DEFAULT, DEFAULT
 
 _PAGE = 20   # live generations are indexed by the 1 MiB pages they touch
@@ -192,7 +192,7 @@ def races(trace) -> list[Race]:
     cached = getattr(trace, "_races", None)
     if cached is not None and cached[0] == key:
         return cached[1]
-    with no_gc():
+    with paused_gc(promote=True):
         out = _races(trace)
     trace._races = (key, out)
     return out

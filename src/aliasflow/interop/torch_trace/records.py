@@ -17,13 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core.gcpause import paused_gc
 from ...core.record import _EMPTY, Access, OpRecord
 from ...core.storage import Storage
 from ...core.view import Tensor, TensorView
 from ..findings.model import NO_EXACT, Frame, OpInfo, Slot
 from ..findings.source import line_text, relative
 from . import datadep
-from .memory import Ref, no_gc, numpy_dtype, same_layout
+from .memory import Ref, numpy_dtype, same_layout
 
 _ITEMSIZE: dict = {}
 _U8 = np.dtype("uint8")
@@ -54,7 +55,7 @@ class Built:
     @property
     def ops(self) -> list:
         if self._ops is None:
-            with no_gc():
+            with paused_gc(promote=True):
                 self._ops = _records(self.infos, self._calls, self._views)
         return self._ops
 
@@ -212,7 +213,7 @@ def _frames(trace):
 
 
 def build_ops(trace) -> Built:
-    with no_gc():
+    with paused_gc(promote=True):
         return _build(trace)
 
 

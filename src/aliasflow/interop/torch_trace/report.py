@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import time
 
+from ...core.gcpause import paused_gc
 from ..findings import SCHEMA_VERSION, SEVERITIES, classify, finding_json, flows, text
 from ..findings.model import Finding
-from .memory import no_gc
 from .names import Namer
 
 
@@ -36,7 +36,7 @@ def findings(trace, all: bool = False) -> list[Finding]:  # noqa: A002
     if cached is not None and cached[0] == key:
         return cached[1]
     built, namer = _state(trace)
-    with no_gc():
+    with paused_gc(promote=True):
         found = classify(built.infos, all=all,
                          order=lambda: flows(built.ops, built.infos, _reuse_of(trace))[0],
                          names=namer.finding_names)
@@ -47,7 +47,7 @@ def findings(trace, all: bool = False) -> list[Finding]:  # noqa: A002
 def reuse(trace) -> list[Finding]:
     """Conflicts between two lifetimes of one address, in program order."""
     built, namer = _state(trace)
-    with no_gc():
+    with paused_gc(promote=True):
         out = flows(built.ops, built.infos, _reuse_of(trace), want_reuse=True)[1]
     for f in out:
         f.names = namer.finding_names(f)

@@ -13,10 +13,8 @@ it would without the tracer; the op's own exceptions reach the program unchanged
 """
 from __future__ import annotations
 
+import ctypes
 import gc
-import os
-import sys
-import sysconfig
 import threading
 import warnings
 import weakref
@@ -27,15 +25,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ...core.errors import AliasflowError
 from . import datadep
 from .confirm import rerun
-from .memory import StorageGen, may_overlap_internally, same_layout as _same_layout
+from .frames import USER_CODE as _USER, is_user_code as _is_user_code, user_frame as _user_frame, \
+    user_site as _user_site
+from .memory import NO_ALIASES, StorageGen, may_overlap_internally, same_layout as _same_layout
 from .schema import TENSOR, spec_of
 from .streams import StreamLog
 
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_AF_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _PAGE = 20   # generations are indexed by the 1 MiB pages they touch
+_PRUNE_AT = 64   # a page's list longer than this is cleared of dead generations when read
 
-_getframe = sys._getframe
 _storage_address = torch._C._storage_address
 _sequence_nr = torch._C._autograd._get_sequence_nr
 _current_node = torch._C._current_autograd_node
@@ -120,9 +118,11 @@ def _slot(k: int) -> _Slot:
     return _SLOTS[k] if k < 256 else _Slot(k)
 
 
-_SPECS: dict = {}          # OpOverload -> OpSpec, for every trace (None: unreadable schema)
+# id(OpOverload) -> (OpOverload, OpSpec or None: unreadable schema, what runs it), for every
+# trace (see _spec); keyed by address, as an OpOverload's hash is a Python method; the entry
+# keeps the overload alive
+_SPECS: dict = {}
 _SPEC_ERRORS: dict = {}
-_USER: dict = {}           # code object -> is it the user's
 
 class _Mode(TorchDispatchMode):
     def __init__(self, trace):
@@ -131,18 +131,6 @@ class _Mode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return self.trace._call(func, args, kwargs or {})
-
-
-def _internal_file(filename: str) -> bool:
-    """Frames of torch, aliasflow, installed packages and Python itself are not the user's."""
-    if filename.startswith((_TORCH_DIR, _AF_DIR, "<frozen")):
-        return True
-    return ("site-packages" + os.sep in filename or "dist-packages" + os.sep in filename
-            or filename.startswith(_STDLIB))
-
-
-_STDLIB = tuple(p + os.sep for p in {sysconfig.get_paths()["stdlib"],
-                                     sysconfig.get_paths()["platstdlib"]})
 
 
 class Trace:
@@ -199,6 +187,7 @@ class Trace:
 
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
+        self._mode = None   # the mode refers to the trace: no cycle left for the GC to find
         self.running = False
         _unwatch_threads(self)
         self._streams.stop()
@@ -263,44 +252,58 @@ class Trace:
         ptr, nbytes = st.data_ptr(), st.nbytes()
         if not ptr and (nbytes or self._unusual(t) is None):
             return None
-        old = self._by_sid.get(sid)
-        if old is None:
+        return self._new_gen(t, st, sid, ptr, nbytes, index, creating)
+
+    def _new_gen(self, t, st, sid, ptr, nbytes, index, creating):
+        """The generation of storage ``st`` (StorageImpl address ``sid``) at ``ptr``,
+        ``nbytes`` long, first seen by call ``index`` (``creating``: the call made it)."""
+        by_sid = self._by_sid
+        if sid not in by_sid:
             st._weak_ref()   # pins the StorageImpl object, not its bytes; freed with the trace
             self._weak.append(sid)
-        gen = StorageGen(len(self.storages), ptr, nbytes, index if creating else None, sid,
+        storages = self.storages
+        gen = StorageGen(len(storages), ptr, nbytes, index if creating else None, sid,
                          "cpu" if t.is_cpu else t.device.type, index)
         if not creating:
             # memory the allocator did not just hand out may be shared with live storages
-            near = self._near(gen)
-            gen.aliases = frozenset(
-                g.id for g in near
-                if g.address < gen.end and gen.address < g.end and not _expired(g.weak)
-                and self._by_sid.get(g.weak) is g)
+            gen.aliases = self._live_overlapping(gen)
             if gen.aliases:
-                gen.group = min(self.storages[i].group for i in gen.aliases)
+                gen.group = min(storages[i].group for i in gen.aliases)
             if self.values:
                 gen.snapshot = st.clone()
-        self.storages.append(gen)
+        storages.append(gen)
         if nbytes:
             pages = self._pages
-            for page in range(ptr >> _PAGE, ((ptr + nbytes - 1) >> _PAGE) + 1):
+            first, last = ptr >> _PAGE, (ptr + nbytes - 1) >> _PAGE
+            for page in (first,) if first == last else range(first, last + 1):
                 bucket = pages.get(page)
                 if bucket is None:
                     pages[page] = [gen]
                 else:
                     bucket.append(gen)
-        self._by_sid[sid] = gen
+        by_sid[sid] = gen
         return gen
 
-    def _near(self, gen):
-        """Generations on the same address pages as ``gen`` (a superset of those whose
-        ranges meet it)."""
-        out = {}
-        for page in range(gen.address >> _PAGE, ((max(gen.end, gen.address + 1) - 1) >> _PAGE)
-                          + 1):
-            for g in self._pages.get(page, ()):
-                out[g.id] = g
-        return out.values()
+    def _live_overlapping(self, gen):
+        """Ids of the generations still alive (their storage not freed, and still its latest
+        generation) whose address ranges meet ``gen``'s. A long page list is first cleared
+        of dead generations (a dead one never comes back), so lists stay as long as what
+        lives there."""
+        start, end = gen.address, gen.end
+        by_sid, pages = self._by_sid, self._pages
+        found = set()
+        for page in range(start >> _PAGE, ((max(end, start + 1) - 1) >> _PAGE) + 1):
+            bucket = pages.get(page)
+            if not bucket:
+                continue
+            if len(bucket) > _PRUNE_AT:
+                bucket[:] = [g for g in bucket
+                             if not _expired(g.weak) and by_sid.get(g.weak) is g]
+            for g in bucket:
+                if g.address < end and start < g.end and not _expired(g.weak) \
+                        and by_sid.get(g.weak) is g:
+                    found.add(g.id)
+        return frozenset(found) if found else NO_ALIASES
 
     def _unusual(self, t):
         """``(None, 0)`` for a tensor without memory (meta, fake, functional wrappers), whose
@@ -356,25 +359,18 @@ class Trace:
 
     # ---- the hot path -------------------------------------------------------------------
     def _call(self, func, args, kwargs):
-        spec = _SPECS.get(func, _MISSING)
-        if spec is _MISSING:
-            spec = _spec(func)
+        known = _SPECS.get(id(func))
+        if known is None or known[0] is not func:
+            known = _spec(func)
+        spec, run = known[1], known[2]
         calls = self.calls
         index = len(calls)
-        # the user's frame: the first one outside torch, aliasflow and installed packages
-        f = _getframe(2)
-        user = _USER
-        while f is not None:
-            code = f.f_code
-            mine = user.get(code)
-            if mine is None:
-                mine = user[code] = not _internal_file(code.co_filename)
-            if mine:
-                break
-            f = f.f_back
+        # the user's line: in the first frame past the mode's outside torch, aliasflow and
+        # installed packages
+        where = _user_site(2, _USER, _is_user_code)
         node = _current_node()
         streams = self._streams
-        call = Call((index, spec, func, (code, f.f_lineno) if f is not None else None,
+        call = Call((index, spec, func, where,
                      streams.region, _sequence_nr(),
                      None if node is None else node._sequence_nr(), (), None, None, None,
                      None, None, None))
@@ -384,7 +380,7 @@ class Trace:
         # a view, or a stream command (record_stream): no data touched, nothing to replay
         if spec.view_only or (streams.active and streams.issued(call, func, args, kwargs)):
             try:
-                out = func(*args, **kwargs)
+                out = run(*args, **kwargs)
             except Exception as exc:
                 call[10] = _text(exc)
                 raise
@@ -401,11 +397,11 @@ class Trace:
         finish = None
         if spec.writes:
             try:
-                finish = self._suspect(call, spec, func, args, kwargs, accesses, f)
+                finish = self._suspect(call, spec, func, args, kwargs, accesses)
             except Exception:  # noqa: BLE001 - no confirmation, the finding stays a hazard
                 finish = None
         try:
-            out = func(*args, **kwargs)
+            out = run(*args, **kwargs)
         except Exception as exc:
             call[10] = _text(exc)
             raise
@@ -538,7 +534,7 @@ class Trace:
         extra = call.extra = call.extra or {}
         extra["exact"] = (k,) + got
 
-    def _suspect(self, call, spec, func, args, kwargs, accesses, frame):
+    def _suspect(self, call, spec, func, args, kwargs, accesses):
         """Does a written argument share memory with another argument (outside the
         elementwise exemption) or overlap itself? Then copy the arguments to confirm."""
         written = {}
@@ -549,7 +545,6 @@ class Trace:
         if not groups:
             return None
         suspect = False
-        names = {a.position: a for a in spec.args}
         for j, acc in enumerate(accesses):
             gen = acc[3]
             if gen is None or acc[0] is None:
@@ -565,13 +560,17 @@ class Trace:
         for ws in groups.values():
             for w in ws:
                 acc = accesses[w]
-                if may_overlap_internally(tuple(acc[5]), acc[6]):
+                if may_overlap_internally(acc[5], acc[6]):   # (a Size keys as its tuple)
                     suspect = True
         if not suspect:
             return None
+        names = {a.position: a for a in spec.args}
         call.extra = call.extra or {}
         call.extra["suspect"] = True
-        if frame is not None:   # the user's variables, while they are there to see
+        # the user's frame (past _suspect's, _call's and the mode's): their variables, while
+        # they are there to see
+        frame = _user_frame(3, _USER, _is_user_code)
+        if frame is not None:
             from .names import frame_locals
             tensors = {}
             for j, acc in enumerate(accesses):
@@ -596,7 +595,7 @@ class Trace:
             call.extra["outcomes"] = outcomes
         if spec.writes:   # a written argument may have been resized, even moved (out=)
             self._moved(call, spec, index, args, kwargs, accesses)
-        if spec.any_fresh or spec.returns:
+        if spec.returns:   # (a fresh result is one of the returns)
             call.results = self._results(spec, out, index, accesses)
         if spec.data_dependent:
             self._duplicates(call, spec, args, kwargs, accesses, out)
@@ -633,10 +632,7 @@ class Trace:
         if isinstance(out, _Tensor):
             born[out._cdata] = index
             if spec.fresh and spec.fresh[0]:
-                k = len(accesses)
-                self._capture(out, "W", -1, -1, index, accesses, creating=True)
-                self._keep_uninitialized(spec, accesses[k], out)
-                return _slot(k)
+                return self._fresh(spec, out, -1, index, accesses)
             return None
         if isinstance(out, (list, tuple)):
             res = []
@@ -645,10 +641,7 @@ class Trace:
                     born[o._cdata] = index
                     if j < len(spec.fresh) and spec.fresh[j] or (
                             len(spec.returns) == 1 and spec.fresh and spec.fresh[0]):
-                        k = len(accesses)
-                        self._capture(o, "W", -1, j, index, accesses, creating=True)
-                        self._keep_uninitialized(spec, accesses[k], o)
-                        res.append(_slot(k))
+                        res.append(self._fresh(spec, o, j, index, accesses))
                         continue
                     res.append(None)
                 elif isinstance(o, (list, tuple)):   # a list return inside a tuple
@@ -667,10 +660,33 @@ class Trace:
             return type(out)(res) if isinstance(out, tuple) else res
         return out if _plain(out) else None
 
-    def _keep_uninitialized(self, spec, acc, t):
-        gen = acc[3]
+    def _fresh(self, spec, t, j, index, accesses):
+        """Append the access (a write, at result position ``j``, -1 for the only one) of a
+        tensor the call returned new; its slot. A plain tensor with memory is read here,
+        as :meth:`_capture` would with ``creating=True``; anything else goes through
+        :meth:`_capture`."""
+        k = len(accesses)
+        try:
+            sid = _storage_address(t)
+            st = t.untyped_storage()
+            base, nbytes = st.data_ptr(), st.nbytes()
+            ptr = t.data_ptr()
+            shape = t.shape
+            stride = t.stride()
+            dtype = t.dtype
+        except Exception:  # noqa: BLE001 - _capture says what it is
+            base = 0
+        if not base or dtype in _ODD_DTYPES:
+            self._capture(t, "W", -1, j, index, accesses, creating=True)
+            gen = accesses[k][3]
+        else:
+            gen = self._new_gen(t, st, sid, base, nbytes, index, True)
+            # a generation made by this call: not dirty, so no birth needed (born -2)
+            accesses.append(("W", -1, j, gen, ptr, shape, stride, dtype, -2,
+                             t.is_conj() << 1 | t.is_neg() if self._bits_seen else 0))
         if spec.uninitialized and self.values and gen is not None and gen.snapshot is None:
-            gen.snapshot = t.untyped_storage().clone()
+            gen.snapshot = t.untyped_storage().clone()   # replay needs its unspecified bytes
+        return _slot(k)
 
     def _duplicates(self, call, spec, args, kwargs, accesses, out):
         """Repeated indices written with different values (order-dependent results)."""
@@ -694,16 +710,20 @@ class Trace:
     # ---- end of trace -------------------------------------------------------------------
     def _finish(self):
         import zlib
-        for gen in self.storages:
-            latest = self._by_sid.get(gen.weak) is gen
-            gen.alive_at_end = latest and not _expired(gen.weak)
-            if gen.alive_at_end and self.values and gen.device == "cpu":
+        by_sid, values = self._by_sid, self.values
+        for gen in self.storages:   # (set by an earlier run of this trace, then superseded)
+            if gen.alive_at_end and by_sid.get(gen.weak) is not gen:
+                gen.alive_at_end = False
+        for gen in by_sid.values():   # each storage's latest generation
+            gen.alive_at_end = not _expired(gen.weak)
+            if gen.alive_at_end and values and gen.device == "cpu":
                 st = torch.UntypedStorage._new_with_weak_ptr(gen.weak)
                 if st is not None and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
-                    data = torch.empty(0, dtype=torch.uint8).set_(st)
-                    gen.final_crc = zlib.crc32(data.numpy()) if gen.nbytes else 0
+                    # its bytes read where they are (st holds them alive meanwhile)
+                    gen.final_crc = zlib.crc32((ctypes.c_ubyte * gen.nbytes).from_address(
+                        gen.address)) if gen.nbytes else 0
                     if gen.nbytes <= 1 << 16:
-                        gen.final_bytes = st.clone()
+                        gen.final_bytes = torch.UntypedStorage(gen.nbytes).copy_(st)
                 else:
                     gen.alive_at_end = False
 
@@ -797,19 +817,25 @@ def _unwatch_threads(trace) -> None:
         threading.Thread.start = _THREAD_START
 
 
-_MISSING = object()
-
-
 def _spec(func):
-    """The overload's spec, made once per process (None, with the reason kept, when its
-    schema cannot be read)."""
+    """``(func, spec, run)`` for the overload, made once per process: its spec (None, with the
+    reason kept, when its schema cannot be read) and what runs it: the compiled operator an
+    ``OpOverload`` calls (its ``__call__`` only forwards to it, a Python frame per op), else
+    ``func`` itself."""
     try:
         spec = spec_of(func)
     except Exception as exc:  # noqa: BLE001 - the op is then untracked, not broken
         _SPEC_ERRORS[func] = f"cannot read its schema: {_text(exc)}"
         spec = None
-    _SPECS[func] = spec
-    return spec
+    run = func
+    if type(func).__call__ is _FORWARDING_CALL:
+        op = getattr(func, "_op", None)
+        run = op if callable(op) else func
+    known = _SPECS[id(func)] = (func, spec, run)
+    return known
+
+
+_FORWARDING_CALL = torch._ops.OpOverload.__call__   # ``return self._op(*args, **kwargs)``
 
 
 def _plain(x) -> bool:
