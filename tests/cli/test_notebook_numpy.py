@@ -10,14 +10,11 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 pytest.importorskip("IPython")
-
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 from repo import ROOT  # noqa: E402
 
@@ -55,14 +52,6 @@ def bump(v, k):
     return v
 bump(y, slice(1, 3))
 """
-
-
-@pytest.fixture(scope="module")
-def shell():
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "aliasflow")
-    yield ip
-    InteractiveShell.clear_instance()
 
 
 def user_values(shell) -> dict:
