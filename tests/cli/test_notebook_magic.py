@@ -9,8 +9,6 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("IPython")
 
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
-
 CELL = """import torch
 a = torch.arange(12.).reshape(3, 4)
 a -= a[:, :1]  # <b>not bold</b>
@@ -44,14 +42,6 @@ class Rows(HTMLParser):
     def handle_data(self, data):
         if self.cell is not None:
             self.cell += data
-
-
-@pytest.fixture(scope="module")
-def shell():
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "aliasflow")
-    yield ip
-    InteractiveShell.clear_instance()
 
 
 def html_of(shell, obj):

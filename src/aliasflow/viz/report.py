@@ -80,7 +80,7 @@ def _grid(g: dict) -> str:
                 cells.append(f'<td class="{" ".join(cls)}" title="{escape(title)}"></td>')
             rows.append(f"<tr><th>{start}</th>{''.join(cells)}</tr>")
         return head + f'<table class="grid" data-storage="{escape(g["storage"])}">' + \
-            "".join(rows) + "</table>"
+            "".join(rows) + "</table>" + _as_indices(g)
     parts = []
     for n, ext in enumerate(g.get("extents", [])):
         if ext:
@@ -94,6 +94,17 @@ def _grid(g: dict) -> str:
                  + "</td></tr>")
     return head + f'<table class="summary" data-storage="{escape(g["storage"])}">' + \
         "".join(parts) + "</table>"
+
+
+def _as_indices(g: dict, shown: int = 6) -> str:
+    """The finding's elements as indices in the user's view, under a small grid (its cells
+    say so only when hovered)."""
+    labels = list(g.get("labels", {}).values())
+    if not labels:
+        return ""
+    more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
+    return (f"<div class='note indices'>elements of the finding: <code>"
+            f"{escape(', '.join(labels[:shown]))}</code>{more}</div>")
 
 
 def _finding(n: int, f: dict, g: dict) -> str:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -98,17 +99,64 @@ def test_html_is_self_contained(tmp_path):
     assert all(f["hint"] in html.replace("&#x27;", "'") for f in data["findings"])
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium binary")
-def test_html_in_headless_chromium(tmp_path):
-    page, data = _html(tmp_path)
-    profile = tmp_path / "profile"
-    dom = subprocess.run(
+NUMPY_PROGRAM = """import numpy as np
+a = np.arange(16).reshape(4, 4)
+a[1] = a[:, 3]
+h = np.zeros(5)
+h[np.array([0, 1, 1, 3])] += 1
+r = np.arange(6.).reshape(3, 2)
+r[0], r[1] = r[1], r[0]
+"""
+
+
+def _numpy_hits():
+    """The elements of each finding of NUMPY_PROGRAM, worked out with NumPy index arrays
+    (flat positions in the array), as ``{flat position: the index in the user's view}``."""
+    grid = np.arange(16).reshape(4, 4)
+    shared = sorted(set(grid[1].tolist()) & set(grid[:, 3].tolist()))   # a[1] meets a[:, 3]
+    repeated = [i for i in range(5) if [0, 1, 1, 3].count(i) > 1]       # h[idx] repeats
+    return [{e: f"a[1][{list(grid[1]).index(e)}]" for e in shared},
+            {e: f"h[{e}]" for e in repeated},
+            {e: f"r[0][{e}]" for e in np.arange(6).reshape(3, 2)[0].tolist()}]
+
+
+def _chromium_dom(page, profile):
+    return subprocess.run(
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium binary")
+@pytest.mark.parametrize("program", ["torch", "numpy"])
+def test_html_in_headless_chromium(tmp_path, program):
+    if program == "torch":
+        page, data = _html(tmp_path)
+    else:
+        script = tmp_path / "np_prog.py"
+        script.write_text(NUMPY_PROGRAM)
+        page = tmp_path / "report.html"
+        out = trace("--html", page, "--json", script)
+        assert out.returncode == 1, out.stderr
+        data = json.loads(out.stdout)
+        assert [(f["severity"], f["kind"]) for f in data["findings"]] == [
+            ("wrong", "in-op-overlap"), ("hazard", "duplicate-index"), ("stale-view", "RAW")]
+    profile = tmp_path / "profile"
+    dom = _chromium_dom(page, profile)
     rows = re.findall(r'<div class="finding" id="finding-\d+" data-severity="([^"]+)" '
                       r'data-kind="([^"]+)" data-count="(\d+)" data-ops="([^"]+)"', dom)
     assert rows == [(f["severity"], f["kind"], str(f["count"]), " ".join(f["ops"]))
                     for f in data["findings"]]
+    # every finding has its footprint grid, its elements marked and named in the user's view
+    blocks = dom.split('<div class="finding"')[1:]
+    assert len(blocks) == len(data["findings"])
+    assert all('class="grid"' in b for b in blocks)
+    if program == "numpy":
+        for block, f, want in zip(blocks, data["findings"], _numpy_hits()):
+            hits = re.findall(r'<td class="[^"]*\bhit\b[^"]*" title="element (\d+): ([^"]+)"',
+                              block)
+            assert {int(e): label for e, label in hits} == want
+            assert f["count"] == len(want)
+            assert ", ".join(want.values()) in block   # listed under the grid too
     shot = tmp_path / "shot.png"
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
                     f"--user-data-dir={profile}", f"--screenshot={shot}",

@@ -199,8 +199,8 @@ class Finding:
     (repeats grouped into this one: steps of a loop), ``hint``; for ``wrong``: ``differs``
     (elements whose value differs from copy semantics) and ``example`` (index, got,
     expected). ``slots`` are the views involved (the first is the written one);
-    ``elements()`` gives the element indices from its storage's start (the NumPy tracer's
-    findings carry no slots and cannot). ``framework``
+    ``elements()`` gives the element indices from its storage's start (a NumPy order fact,
+    or a NumPy finding on an unaligned layout, carries no slots and cannot). ``framework``
     (``torch``, ``numpy``) picks the words of the hint; ``numpy``: the NumPy version, on a
     ``kernel`` finding (NumPy's loop is wrong for a layout without any overlap)."""
     severity: str
@@ -249,8 +249,8 @@ class Finding:
         start of its memory (the storage form), sorted."""
         if not self.slots:
             raise ValueError(f"{self.describe()}: this finding does not carry its views "
-                             f"(the NumPy tracer's findings count their elements but do "
-                             f"not list them)")
+                             f"(a NumPy order fact, or a NumPy finding on an unaligned "
+                             f"layout, counts its elements but does not list them)")
         s = self.slots[0]
         base = s.view.storage.address if s.view is not None else 0
         return ((self.addresses() - base) // s.itemsize).tolist()

@@ -33,11 +33,31 @@ def _ranges(sorted_ints) -> list[list[int]]:
     return out
 
 
+def _columns(slots, base: int, k: int, total: int) -> int:
+    """Grid columns: the row stride of a view with rows that do not overlap (the written
+    one first), else the stride of a column (a 1-d view stepping 3 or more elements: a
+    row written from a column), else one row (16 columns for a large storage)."""
+    usable = [s for s in slots if s.view is not None and s.itemsize == k
+              and s.view.tensor.storage.address == base and not (s.start - base) % k]
+    for slot in usable:
+        if len(slot.shape) >= 2:
+            row = abs(slot.strides[-2])
+            if 0 < row <= 64 and row >= slot.shape[-1] * abs(slot.strides[-1]) and \
+                    total % row == 0:
+                return row
+    for slot in usable:
+        if len(slot.shape) == 1 and slot.shape[0] > 1:
+            row = abs(slot.strides[0])
+            if 3 <= row <= 64 and total % row == 0:
+                return row
+    return total if total <= 64 else 16
+
+
 def grid(f, names: list[str]) -> dict:
     """Footprint data of finding ``f``: storage size in elements of the first slot's dtype,
     which elements each of the first two slots touches, the finding's elements, and for
     each of those its index in the first slot's view (``labels[0, 3]``)."""
-    if not f.slots:   # a finding that does not carry its views (NumPy's): no grid
+    if not f.slots:   # a finding that does not carry its views (a NumPy order fact)
         return {}
     s0 = f.slots[0]
     if s0.view is None:
@@ -63,12 +83,7 @@ def grid(f, names: list[str]) -> dict:
             if e in hit and e not in labels:
                 index = np.unravel_index(flat, shape) if shape else ()
                 labels[e] = f"{name}[{', '.join(str(int(i)) for i in index)}]"
-    # columns: the written view's row stride when its rows do not overlap, else one row
-    cols = total if total <= 64 else 16
-    if len(s0.shape) >= 2:
-        row = abs(s0.strides[-2])
-        if 0 < row <= 64 and row >= s0.shape[-1] * abs(s0.strides[-1]) and total % row == 0:
-            cols = row
+    cols = _columns(f.slots[:2], base, k, total)
     out = {"storage": f"s{s0.storage}", "dtype": s0.dtype, "total": total, "cols": cols,
            "hits": hits[:4096], "labels": {str(e): v for e, v in list(labels.items())[:4096]},
            "names": names[:2]}

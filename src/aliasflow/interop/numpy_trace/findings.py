@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,7 +43,10 @@ from .runtime import SITES
 @dataclass(frozen=True)
 class Observation:
     """One suspicious event, before grouping: ``ops`` are op indices in program order,
-    ``names`` the operands as written (the written one first)."""
+    ``names`` the operands as written (the written one first; for a stale view the view
+    read, then the write). ``accesses``: for each name, ``(op index, position of the access
+    in that op's note)``; ``addresses``: start addresses of the elements involved, in the
+    first access's dtype (an array, or a function computing it when asked)."""
     severity: str
     kind: str
     ops: tuple
@@ -52,6 +55,8 @@ class Observation:
     differs: int | None = None
     example: tuple | None = None
     numpy: str | None = None
+    accesses: tuple = ()
+    addresses: object = field(default=None, compare=False, repr=False)
 
 
 # ---- naming -------------------------------------------------------------------------------------
@@ -80,21 +85,28 @@ def observe(recorder, numpy_version: str) -> list[Observation]:
     found = []
     for index, note in recorder.outcomes():
         outcome = note[3]
-        writes = [a for a in note[2] if a[1] != "R"]
+        accesses = note[2]
+        writes = [p for p, a in enumerate(accesses) if a[1] != "R"]
         if not writes:
             continue
-        target = writes[0]
-        readers = [a for a in note[2] if a[1] == "R" and overlap(target[2], a[2])]
-        names = (label_text(note, target[0]),) + tuple(label_text(note, a[0])
-                                                       for a in readers)
-        if outcome.kind == "duplicate-index" or not readers:
+        target = accesses[writes[0]]
+        readers = [p for p, a in enumerate(accesses)
+                   if a[1] == "R" and overlap(target[2], a[2])]
+        names = tuple(label_text(note, accesses[p][0]) for p in writes[:1] + readers)
+        if outcome.kind in ("duplicate-index", "self-overlap-write"):
+            hits = _repeated(target)          # the elements written more than once
+            count = outcome.differs or int(hits.size)
+        elif not readers:
+            hits = _targets(target)
             count = outcome.differs or _elements(target)
         else:
-            count = _shared_elements(target, readers)
+            hits = _shared_starts(target, [accesses[p] for p in readers])
+            count = int(hits.size)
         found.append(Observation(
             outcome.severity, outcome.kind, (index,), names, count,
             outcome.differs if outcome.severity == "wrong" else None,
-            outcome.example, numpy_version if outcome.kind == "kernel" else None))
+            outcome.example, numpy_version if outcome.kind == "kernel" else None,
+            tuple((index, p) for p in writes[:1] + readers), hits))
     if recorder.stale_candidates():
         found.extend(stale_views(recorder))
     return found
@@ -106,9 +118,27 @@ def _elements(access) -> int:
     return int(np.prod(access[2][1], dtype=np.int64))
 
 
-def _shared_elements(target, readers) -> int:
-    """Elements of the written access holding a byte some overlapping read touches
-    (enumerated: findings are few and their operands the program's own arrays)."""
+def _targets(access):
+    """Start addresses of the elements an access writes, when asked for."""
+    if access[3] is not None:
+        return np.unique(access[3])
+    from .memory import element_starts
+    return lambda: np.unique(element_starts(access[2]))
+
+
+def _repeated(access) -> np.ndarray:
+    """Start addresses of the elements an access writes through several indices (repeated
+    fancy indices, an ``as_strided`` window)."""
+    from .memory import element_starts
+    starts = np.asarray(access[3]) if access[3] is not None else element_starts(access[2])
+    addresses, times = np.unique(starts, return_counts=True)
+    return addresses[times > 1]
+
+
+def _shared_starts(target, readers) -> np.ndarray:
+    """Start addresses of the elements of the written access holding a byte some
+    overlapping read touches (enumerated: findings are few and their operands the
+    program's own arrays)."""
     from .memory import element_starts
     starts = element_starts(target[2]) if target[3] is None else np.unique(target[3])
     isz = target[2][3].itemsize
@@ -116,7 +146,7 @@ def _shared_elements(target, readers) -> int:
         np.add.outer(element_starts(r[2]), np.arange(r[2][3].itemsize)).ravel()
         for r in readers]))
     hit = np.isin(np.add.outer(starts, np.arange(isz)), read_bytes).any(axis=-1)
-    return int(np.unique(starts[hit]).size)
+    return np.unique(starts[hit])
 
 
 def stale_views(recorder) -> list[Observation]:
@@ -160,10 +190,12 @@ def stale_views(recorder) -> list[Observation]:
                 checked[key] = j
                 continue
             i, w = hit
+            shared = _shared_starts(read, [w])   # in the stale view's elements
             found.append(Observation(
                 "stale-view", "RAW", (i, j), (label_text(note, read[0]),
                                                label_text(ops[i], w[0])),
-                _shared_elements(w, [read])))
+                int(shared.size), accesses=((j, note[2].index(read)), (i, ops[i][2].index(w))),
+                addresses=shared))
     return found
 
 
@@ -178,12 +210,13 @@ def _round_trip(writer, reader, view) -> bool:
 
 
 # ---- the interface: observations -> findings ------------------------------------------------------
-def to_findings(observations, records, *, ops) -> list[Finding]:
+def to_findings(observations, records, *, ops, memory=None) -> list[Finding]:
     """Shared :class:`~aliasflow.interop.findings.Finding` objects for ``observations``,
     repeats of one severity and kind at the same lines grouped into one (the first one's
     details, the number of occurrences), most serious first. ``records[i]`` is op ``i``'s
     record (its ``info`` the op's :class:`~aliasflow.interop.findings.OpInfo`); ``ops[i]``
-    its note."""
+    its note; ``memory`` (:class:`.records.Memory` of those notes) gives the findings their
+    views as slots (the footprint grid, ``elements()``), as the PyTorch tracer's have."""
     groups: dict = {}
     for obs in observations:
         lines = tuple(dict.fromkeys(line_of(ops[i]) for i in obs.ops))
@@ -194,9 +227,28 @@ def to_findings(observations, records, *, ops) -> list[Finding]:
             groups[key] = [obs, 1]
     out = []
     for (severity, kind, _lines), (obs, occurrences) in groups.items():
+        slots = _slots(obs, ops, memory) if memory is not None else []
         out.append(Finding(
-            severity, kind, [records[i].info for i in obs.ops], obs.count, [],
+            severity, kind, [records[i].info for i in obs.ops], obs.count, slots,
             differs=obs.differs, example=obs.example, occurrences=occurrences,
-            names=list(obs.names), framework="numpy", numpy=obs.numpy))
+            names=list(obs.names), framework="numpy", numpy=obs.numpy,
+            _addresses=obs.addresses if slots else None))
     out.sort(key=lambda f: (RANK[f.severity], f.ops[0].index))
+    return out
+
+
+def _slots(obs, ops, memory) -> list:
+    """The observation's accesses as shared :class:`~aliasflow.interop.findings.Slot` s
+    (element views at their real addresses, named as the user wrote them); empty when one
+    cannot be an element view (an unaligned layout: its grid would not be one of elements)."""
+    from ..findings.model import Slot
+    out = []
+    for name, (i, position) in zip(obs.names, obs.accesses):
+        label, mode, lay, at, _created = ops[i][2][position]
+        view = memory.element_view(lay, name)
+        if view is None:
+            return []
+        dtype = lay[3]
+        out.append(Slot(str(label), "RW" if at is not None else mode, view,
+                        dtype.name if dtype.isnative else dtype.str, lay[4], lay[4], name))
     return out

@@ -25,6 +25,7 @@ import os
 import sys
 
 from . import hook, runtime
+from .rewrite import rewrite_tree
 from .trace import NumpyTrace
 
 
@@ -114,6 +115,21 @@ class JointTrace:
         with self._finder(roots):
             return hook.run_module(mod_name, run_name, alter_sys,
                                    on_main=self.numpy.modules.append)
+
+    def watching(self, roots=()):
+        """A context manager: while it is open, modules first imported from under ``roots``
+        and the ``include`` packages are rewritten, and (``lazy_torch``) the PyTorch tracer
+        starts when the program imports torch. Open it inside ``with trace:``."""
+        return self._finder([os.fspath(r) for r in roots])
+
+    def rewrite_cell(self, tree, source: str, path: str):
+        """A notebook cell's module AST (parsed from ``source``, compiled as ``path``),
+        rewritten as an imported module's code is, so that its NumPy writes are watched (a
+        cell is never imported: IPython hands its AST to transformers before compiling)."""
+        runtime.install()
+        tree, summary = rewrite_tree(tree, source, path, runtime.register_site)
+        self.numpy.modules.append(summary)
+        return tree
 
     def _finder(self, roots):
         on_import = {"torch": self._start_torch} if self._lazy and self.torch is None else {}

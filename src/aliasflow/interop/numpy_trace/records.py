@@ -80,6 +80,22 @@ class Memory:
         return v
 
 
+    def element_view(self, lay, name: str) -> TensorView | None:
+        """The view of layout ``lay`` in its own dtype (offset and strides in bytes, as
+        the PyTorch tracer's slots are), for a finding's footprint grid; None when it is
+        empty or its elements do not lie on its storage's grid of that dtype (an
+        unaligned or reinterpreted layout)."""
+        address, shape, strides, dtype, g = lay
+        k = dtype.itemsize
+        if 0 in shape or k == 0 or g not in self.tensors:
+            return None
+        tensor, lo = self.tensors[g]
+        if (address - lo) % k or any(s % k for s in strides):
+            return None
+        return TensorView._make(name, tensor, address - lo, tuple(shape), tuple(strides),
+                                dtype)
+
+
 def op_name(index, note) -> str:
     return f"{note[1]}#{index}"
 

@@ -75,9 +75,9 @@ def html_model(joint, all: bool = False) -> dict:  # noqa: A002
     """The page model (:func:`aliasflow.viz.report.write_html` renders it) of a
     :class:`~.joint.JointTrace`: NumPy's findings, then PyTorch's, in the one finding JSON
     both tracers share. The dependency graph is PyTorch's when the program used PyTorch (op
-    indices are per tracer, so one graph shows one tracer's ops), else NumPy's. NumPy's
-    findings have no footprint grid (they do not carry their views as slots)."""
-    from ..findings.page import graph
+    indices are per tracer, so one graph shows one tracer's ops), else NumPy's. Each
+    finding has its footprint grid (:func:`aliasflow.interop.findings.page.grid`)."""
+    from ..findings.page import graph, grid
     from ..findings.render import SCHEMA_VERSION
     trace = joint.numpy
     found = trace.findings(all)
@@ -102,4 +102,4 @@ def html_model(joint, all: bool = False) -> dict:  # noqa: A002
                       for s in ("wrong", "hazard", "stale-view", "order")}
     data["failed"] = side["failed"] + list(data.get("failed") or [])
     data["untracked"] = side["untracked"] + list(data.get("untracked") or [])
-    return dict(page, data=data, grids=[{}] * len(mine) + grids)
+    return dict(page, data=data, grids=[grid(f, f.names) for f in found] + grids)

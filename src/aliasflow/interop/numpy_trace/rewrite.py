@@ -330,7 +330,14 @@ def rewrite(source: str, path: str, register_site):
     """``(code object, Summary)`` for ``source``; line numbers and columns are the original
     ones. ``register_site(path, line, col, end_line, end_col, kind, text, names) -> int``
     numbers each watched place."""
-    tree = ast.parse(source, filename=path)
+    tree, summary = rewrite_tree(ast.parse(source, filename=path), source, path,
+                                 register_site)
+    return compile(tree, path, "exec", dont_inherit=True), summary
+
+
+def rewrite_tree(tree: ast.Module, source: str, path: str, register_site):
+    """``(tree, Summary)``: the module ``tree`` parsed from ``source`` (whose text names the
+    operands), rewritten in place, for a caller that compiles it itself (IPython's AST
+    transformers: a notebook cell is never imported)."""
     rewriter = _Rewriter(source, path, register_site)
-    tree = rewriter.visit(tree)
-    return compile(tree, path, "exec", dont_inherit=True), rewriter.summary
+    return rewriter.visit(tree), rewriter.summary

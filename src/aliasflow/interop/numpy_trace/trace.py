@@ -128,7 +128,9 @@ class NumpyTrace:
             from .records import build
             records = dict(zip(wanted, build(self.recorder, self._name, wanted)))
         notes = {i: self.recorder.note(i) for i in wanted}
-        return to_findings(observations, records, ops=notes)
+        from .records import Memory
+        return to_findings(observations, records, ops=notes,
+                           memory=Memory(self.recorder, list(notes.values())))
 
     def _order(self) -> list[Observation]:
         """Implicit flows between different operations through different views."""

@@ -175,7 +175,7 @@ def _matches(base: str, function: str) -> bool:
 def expressions(spec, path: str, line: int) -> dict[str, str]:
     """Slot label -> the source expression the user's line passes for it."""
     out: dict[str, str] = {}
-    if spec is None or not path or path.startswith("<"):
+    if spec is None or not path:   # a cell ("<ipython-input-1-...>") is in linecache too
         return out
     base = spec.base
     positional = [a for a in spec.args if not a.kwarg_only]
