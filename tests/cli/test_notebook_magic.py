@@ -5,6 +5,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from ipython_shell import shell  # noqa: E402,F401 - the fixture
 
 pytest.importorskip("torch")
 pytest.importorskip("IPython")

@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("IPython")
 
 from repo import ROOT  # noqa: E402
+from ipython_shell import shell  # noqa: E402,F401 - the fixture
 
 BUGS = """import numpy as np
 a = np.arange(16).reshape(4, 4)

@@ -30,8 +30,10 @@ from .trace import NumpyTrace
 
 
 def _torch_installed() -> bool:
-    if "torch" in sys.modules:   # imported, so installed (no finder search, per trace)
+    if sys.modules.get("torch") is not None:   # imported, so installed (no finder search)
         return True
+    if "torch" in sys.modules:   # None there: its import is blocked, as if not installed
+        return False
     try:
         return importlib.util.find_spec("torch") is not None
     except Exception:  # noqa: BLE001 - a finder that refuses torch: not installed, for us
@@ -71,7 +73,7 @@ class JointTrace:
             self.numpy.__enter__()
             self._entered_numpy = True
         try:
-            if self._lazy and "torch" in sys.modules:
+            if self._lazy and sys.modules.get("torch") is not None:
                 self.torch = _torch_trace(*self._torch_args)
             if self.torch is not None:
                 self.torch.__enter__()

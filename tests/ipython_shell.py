@@ -1,4 +1,4 @@
-"""Fixtures of the command-line and notebook tests."""
+"""The IPython shell fixture of the notebook tests (`from ipython_shell import shell`)."""
 import pytest
 
 
