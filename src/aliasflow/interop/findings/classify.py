@@ -179,6 +179,23 @@ def _self_overlap(info) -> list[Finding]:
     return found
 
 
+def _one_per_write(in_op: list[Finding], self_overlap: list[Finding]) -> list[Finding]:
+    """One finding per written argument of an op: a write through a view that repeats
+    elements (``t1 = x.expand(3, 3); t1 *= t2``) is the finding, naming the arguments it also
+    overlaps; their in-op overlap of the same severity is not listed again."""
+    if not in_op or not self_overlap:
+        return in_op + self_overlap
+    kept = []
+    for f in in_op:
+        mine = next((g for g in self_overlap
+                     if g.slots[0] is f.slots[0] and g.severity == f.severity), None)
+        if mine is None:
+            kept.append(f)
+        else:
+            mine.slots.extend(s for s in f.slots if not any(s is t for t in mine.slots))
+    return kept + self_overlap
+
+
 def _duplicates(info) -> list[Finding]:
     if not info.duplicates:
         return []
@@ -273,8 +290,7 @@ def classify(infos, all: bool = False, order=None, names=None) -> list[Finding]:
     for info in infos:
         if info.untracked or not info.slots:
             continue
-        found.extend(_in_op(info))
-        found.extend(_self_overlap(info))
+        found.extend(_one_per_write(_in_op(info), _self_overlap(info)))
         found.extend(_duplicates(info))
     found.extend(_stale(infos))
     if all and order is not None:
