@@ -421,6 +421,14 @@ CASES = [
         except RuntimeError:
             pass
         """, [("hazard", "self-overlap-write", 6, ["x"])]),
+    ("torch test_gather_mem_overlap (out= resized onto the index, then refused)", """
+        import torch
+        ind = torch.tensor([2, 1, 0])
+        try:
+            torch.gather(ind.clone(), 0, ind[1:], out=ind[:1])
+        except RuntimeError:
+            pass
+        """, [("hazard", "in-op-overlap", 4, ["ind[:1]", "ind[1:]"])]),
     ("torch test_ternary_op_mem_overlap (addcmul_)", """
         import torch
         x = torch.rand(6)
