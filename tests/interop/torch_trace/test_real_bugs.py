@@ -268,7 +268,28 @@ CASES = [
         m = torch.zeros(2, 2)
         torch.matmul(x, m, out=x)
         """, [("hazard", "in-op-overlap", 5, ["x"])]),
+    ("pytorch#91894", """
+        import torch
+        torch.manual_seed(0)
+        num_envs, num_steps, frame_dim = 4, 10, 6
+        src = torch.randn(num_envs, num_steps, frame_dim)
+        buffer = src.clone()
+        buffer[:, 1:num_steps] = buffer[:, 0:(num_steps - 1)]
+        """, [("wrong", "in-op-overlap", 6, ["buffer[:, 1:num_steps]",
+                                           "buffer[:, 0:(num_steps - 1)]"])]),
+    ("pytorch#126097", """
+        import torch
+        a = torch.arange(16).view(4, 4)
+        a[:3, :3] = a[:3, :3].T
+        """, [("wrong", "in-op-overlap", 3, ["a[:3, :3]", "a[:3, :3].T"])]),
     # ---- out= and in-place aliasing torch 2.13 does not check (found here) --------------
+    ("from_numpy of its own memory, shifted", """
+        import torch
+        a = torch.arange(10.)
+        n = a.numpy()
+        b = torch.from_numpy(n[:-1])
+        a[1:] += b
+        """, [("wrong", "in-op-overlap", 5, ["a[1:]", "b"])]),
     ("mv out= its vector", """
         import torch
         M = torch.randn(4, 4)
@@ -535,6 +556,31 @@ def _():
                                       torch.tensor([[[1, 0]], [[0, 1]]], dtype=torch.bool))
     expected = x.clone().masked_fill_(mask, 0)
     return x.masked_fill_(mask, 0), expected
+
+
+@oracle("pytorch#91894")
+def _():
+    buffer = torch.randn(4, 10, 6)
+    expected = buffer[:, 0:9].clone()
+    buffer[:, 1:10] = buffer[:, 0:9]
+    return buffer[:, 1:10], expected
+
+
+@oracle("pytorch#126097")
+def _():
+    a = torch.arange(16).view(4, 4)
+    expected = a[:3, :3].T.clone()
+    a[:3, :3] = a[:3, :3].T
+    return a[:3, :3], expected
+
+
+@oracle("from_numpy of its own memory, shifted")
+def _():
+    a = torch.arange(10.)
+    b = torch.from_numpy(a.numpy()[:-1])
+    expected = a[1:] + b
+    a[1:] += b
+    return a[1:], expected
 
 
 @oracle("mv out= its vector")
