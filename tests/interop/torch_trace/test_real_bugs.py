@@ -7,6 +7,7 @@ program it is a ``hazard`` on the refused op.
 """
 import runpy
 import textwrap
+import warnings
 
 import pytest
 
@@ -282,6 +283,13 @@ CASES = [
         a = torch.arange(16).view(4, 4)
         a[:3, :3] = a[:3, :3].T
         """, [("wrong", "in-op-overlap", 3, ["a[:3, :3]", "a[:3, :3].T"])]),
+    ("pytorch#40967", """
+        import torch
+        w = torch.nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([w, w], lr=0.1, foreach=True)
+        w.sum().backward()
+        opt.step()
+        """, [("wrong", "in-op-overlap", 5, ["w"])]),
     # ---- out= and in-place aliasing torch 2.13 does not check (found here) --------------
     ("from_numpy of its own memory, shifted", """
         import torch
@@ -581,6 +589,17 @@ def _():
     expected = a[1:] + b
     a[1:] += b
     return a[1:], expected
+
+
+@oracle("pytorch#40967")
+def _():
+    w = torch.nn.Parameter(torch.ones(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # "duplicate parameters": a warning, not an error
+        opt = torch.optim.SGD([w, w], lr=0.1, foreach=True)
+    w.sum().backward()
+    opt.step()
+    return w.detach(), torch.full((3,), 0.9)   # each list entry reads w = 1 before the writes
 
 
 @oracle("mv out= its vector")
