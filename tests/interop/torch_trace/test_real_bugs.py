@@ -694,3 +694,15 @@ def test_the_added_wrong_ones_really_are_wrong(issue):
     torch.manual_seed(0)
     got, expected = ORACLES[issue]()
     assert got.shape == expected.shape and not torch.equal(got, expected), (got, expected)
+
+
+def test_two_written_arguments_sharing_memory_get_their_own_hint(tmp_path):
+    """A tensor written through two arguments (a parameter listed twice, ``out=(t, t)``) is
+    not fixed by cloning an input: the hint says so; an input read while written keeps the
+    clone() hint."""
+    by_issue = {c[0]: c[1] for c in CASES}
+    for issue in ("pytorch#40967", "aminmax out=(t, t)"):
+        (f,) = run_case(tmp_path, by_issue[issue])[0].findings()
+        assert "passed twice" in f.hint and "clone()" not in f.hint, (issue, f.hint)
+    (f,) = run_case(tmp_path, by_issue["pytorch#114087"])[0].findings()
+    assert "clone()" in f.hint and "passed twice" not in f.hint

@@ -112,15 +112,17 @@ def _in_op(info) -> list[Finding]:
             continue
         own, worst = _outcome_for(info, ws.label)
         pick = own if own is not None and own.differs else worst
+        written_only = all(s.mode in ("W", "RW") for s in involved)
         if pick is not None and pick.differs:
             found.append(Finding("wrong", "in-op-overlap", [info], int(addresses.size),
                                  involved, differs=pick.differs, example=pick.example,
-                                 _addresses=addresses))
+                                 _addresses=addresses, written_only=written_only))
         else:
             note = "refused by the framework" if info.failed else (
                 "this run agreed with copy semantics" if info.outcomes else "not re-run")
             found.append(Finding("hazard", "in-op-overlap", [info], int(addresses.size),
-                                 involved, note=note, _addresses=addresses))
+                                 involved, note=note, _addresses=addresses,
+                                 written_only=written_only))
     return found
 
 
