@@ -112,15 +112,17 @@ def _in_op(info) -> list[Finding]:
             continue
         own, worst = _outcome_for(info, ws.label)
         pick = own if own is not None and own.differs else worst
+        written_only = all(s.mode in ("W", "RW") for s in involved)
         if pick is not None and pick.differs:
             found.append(Finding("wrong", "in-op-overlap", [info], int(addresses.size),
                                  involved, differs=pick.differs, example=pick.example,
-                                 _addresses=addresses))
+                                 _addresses=addresses, written_only=written_only))
         else:
             note = "refused by the framework" if info.failed else (
                 "this run agreed with copy semantics" if info.outcomes else "not re-run")
             found.append(Finding("hazard", "in-op-overlap", [info], int(addresses.size),
-                                 involved, note=note, _addresses=addresses))
+                                 involved, note=note, _addresses=addresses,
+                                 written_only=written_only))
     return found
 
 
@@ -177,6 +179,23 @@ def _self_overlap(info) -> list[Finding]:
             found.append(Finding("hazard", "self-overlap-write", [info], int(many.size), [ws],
                                  note=note, _addresses=many))
     return found
+
+
+def _one_per_write(in_op: list[Finding], self_overlap: list[Finding]) -> list[Finding]:
+    """One finding per written argument of an op: a write through a view that repeats
+    elements (``t1 = x.expand(3, 3); t1 *= t2``) is the finding, naming the arguments it also
+    overlaps; their in-op overlap of the same severity is not listed again."""
+    if not in_op or not self_overlap:
+        return in_op + self_overlap
+    kept = []
+    for f in in_op:
+        mine = next((g for g in self_overlap
+                     if g.slots[0] is f.slots[0] and g.severity == f.severity), None)
+        if mine is None:
+            kept.append(f)
+        else:
+            mine.slots.extend(s for s in f.slots if not any(s is t for t in mine.slots))
+    return kept + self_overlap
 
 
 def _duplicates(info) -> list[Finding]:
@@ -273,8 +292,7 @@ def classify(infos, all: bool = False, order=None, names=None) -> list[Finding]:
     for info in infos:
         if info.untracked or not info.slots:
             continue
-        found.extend(_in_op(info))
-        found.extend(_self_overlap(info))
+        found.extend(_one_per_write(_in_op(info), _self_overlap(info)))
         found.extend(_duplicates(info))
     found.extend(_stale(infos))
     if all and order is not None:

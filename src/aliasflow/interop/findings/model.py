@@ -74,6 +74,10 @@ NUMPY_HINTS = {
     ("order", "WAW"): HINTS[("order", "WAW")],
 }
 HINTS_OF = {"torch": HINTS, "numpy": NUMPY_HINTS}
+# an in-op overlap between written arguments only (a parameter listed twice in an optimizer,
+# ``out=(t, t)``): no clone of an input helps
+WRITTEN_TWICE = ("two written arguments share memory (one tensor passed twice?); pass each "
+                 "tensor once, or write into separate tensors and combine them explicitly")
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +222,12 @@ class Finding:
     numpy: str | None = None
     _addresses: object = field(default=None, repr=False)
     repeats: list = field(default_factory=list, repr=False)
+    written_only: bool = False   # an in-op overlap whose slots are all written
 
     @property
     def hint(self) -> str:
+        if self.written_only and self.kind == "in-op-overlap":
+            return WRITTEN_TWICE
         return HINTS_OF[self.framework].get((self.severity, self.kind), "")
 
     @property

@@ -167,6 +167,8 @@ _PREFIXES = ("linalg_", "special_", "fft_", "nn_functional_", "_")
 def _matches(base: str, function: str) -> bool:
     names = {base, base.rstrip("_")}
     names |= {n[len(p):] for n in list(names) for p in _PREFIXES if n.startswith(p)}
+    # ``torch.linalg.cholesky``/``inv`` run as ``linalg_cholesky_ex``/``linalg_inv_ex``
+    names |= {n[:-len("_ex")] for n in list(names) if n.endswith("_ex")}
     if function in names or function + "_" in names:
         return True
     return function in ALIASES.get(base, ())
@@ -212,13 +214,31 @@ def expressions(spec, path: str, line: int) -> dict[str, str]:
             out.setdefault(key, text)
             for k, item in enumerate(_split_list(text) or ()):
                 out.setdefault(f"{key}[{k}]", item)
+        _out_arguments(spec, c.kwargs.get("out"), out)
         break
     return out
 
 
+def _out_arguments(spec, text, out: dict):
+    """Python's ``out=`` names the op's out arguments by another name (``values``,
+    ``indices``; ``L``, ``info``): one expression for the first, a tuple for them in order."""
+    if text is None:
+        return
+    outs = [a.name for a in spec.args if a.is_out and a.holds != "other"]
+    if not outs or outs == ["out"]:
+        return
+    items = _split_list(text)
+    if items is None or text.lstrip().startswith("["):
+        items = [text]
+    for name, item in zip(outs, items):
+        out.setdefault(name, item)
+
+
 def frame_locals(frame, tensors) -> dict[int, str]:
     """For tensors passed to a suspected op: position -> a local variable of the user's frame
-    holding that very view (same memory, shape and strides)."""
+    holding that very view (same memory, shape and strides), else one holding the same
+    elements in another shape (``torch.kron(a, b, out=out)`` runs as ``mul`` on reshaped
+    views of ``out`` and ``b``)."""
     out = {}
     try:
         names = frame.f_locals
@@ -231,15 +251,46 @@ def frame_locals(frame, tensors) -> dict[int, str]:
                             []).append(k)
         except Exception:  # noqa: BLE001
             continue
-    for var, value in list(names.items()):
-        if isinstance(value, torch.Tensor) and not var.startswith("_"):
+    variables = [(var, value) for var, value in list(names.items())
+                 if isinstance(value, torch.Tensor) and not var.startswith("_")]
+    for var, value in variables:
+        try:
+            key = (value.data_ptr(), tuple(value.shape), tuple(value.stride()), value.dtype)
+        except Exception:  # noqa: BLE001
+            continue
+        for k in keys.get(key, ()):
+            out.setdefault(k, var)
+    for k, t in tensors.items():
+        if k in out:
+            continue
+        for var, value in variables:
             try:
-                key = (value.data_ptr(), tuple(value.shape), tuple(value.stride()), value.dtype)
+                if _same_elements(t, value):
+                    out[k] = var
+                    break
             except Exception:  # noqa: BLE001
                 continue
-            for k in keys.get(key, ()):
-                out.setdefault(k, var)
     return out
+
+
+_SAME_LIMIT = 1 << 16
+
+
+def _offsets(t: torch.Tensor) -> torch.Tensor:
+    offsets = torch.zeros((), dtype=torch.int64)
+    for n, s in zip(t.shape, t.stride()):
+        offsets = offsets.unsqueeze(-1) + torch.arange(n, dtype=torch.int64) * s
+    return offsets.reshape(-1).sort().values
+
+
+def _same_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do two views of one storage reach exactly the same elements, each once?"""
+    if a.dtype != b.dtype or a.data_ptr() != b.data_ptr() or a.numel() != b.numel() or \
+            not 0 < a.numel() <= _SAME_LIMIT or \
+            a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+    oa, ob = _offsets(a), _offsets(b)
+    return bool(torch.equal(oa, ob)) and bool((oa[1:] != oa[:-1]).all())
 
 
 class Namer:

@@ -404,6 +404,8 @@ class Trace:
             out = run(*args, **kwargs)
         except Exception as exc:
             call[10] = _text(exc)
+            if spec.resizing:   # out= resized onto its inputs, then refused: keep the layout
+                self._refused_resize(call, spec, index, args, kwargs, accesses)
             raise
         try:
             self._after(call, spec, index, args, kwargs, accesses, out, finish)
@@ -412,6 +414,24 @@ class Trace:
             call[7], call[8], call[9] = (), None, None
             self._warn(spec.name, call.untracked)
         return out
+
+    def _refused_resize(self, call, spec, index, args, kwargs, accesses):
+        """An op that resized a written argument within its memory and then refused: the
+        new layout is what it would have written (one moved onto new memory wrote nothing
+        the program had: the old layout stays)."""
+        try:
+            n = len(args)
+            for acc in accesses:
+                if acc[0] not in ("W", "RW") or acc[3] is None or acc[1] < 0:
+                    continue
+                a = spec.args[acc[1]]
+                v = args[a.position] if a.position < n else kwargs.get(a.name)
+                st = (v[acc[2]] if acc[2] >= 0 else v).untyped_storage()
+                if acc[3].address != st.data_ptr() or acc[3].nbytes != st.nbytes():
+                    return
+            self._moved(call, spec, index, args, kwargs, accesses)
+        except Exception:  # noqa: BLE001 - the refusal is the program's, not ours
+            pass
 
     def _views_made(self, spec, out, index):
         """Note when the tensor objects a view op returns were made (for stale views)."""
