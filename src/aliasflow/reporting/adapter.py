@@ -56,6 +56,8 @@ def item_from_finding(finding, race: bool = False) -> Item:
         what += f", {finding.differs} differ"
     if occurrences > 1:
         what += f", {occurrences} times"
+    if getattr(finding, "saved", None) is not None and finding.note:
+        what += f" ({finding.note})"
     places = [place_of(line) for line in finding.lines]
     # the source shown is the line the finding is placed at (a stale view's read)
     first = next((op for op in ops if getattr(op, "line", None) == finding.lines[0]),

@@ -110,7 +110,8 @@ def _as_indices(g: dict, shown: int = 6) -> str:
 def _finding(n: int, f: dict, g: dict) -> str:
     color = COLORS.get(f["severity"], "#999")
     where = escape(f["lines"][0])   # a stale view's is the read
-    source = escape(f["sources"][-1] if f["severity"] == "stale-view" else f["sources"][0])
+    source = escape(f.get("source") or (f["sources"][-1] if f["severity"] == "stale-view"
+                                        else f["sources"][0]))
     ops = "<br>".join(escape(f"#{i} {label}" + (" (refused)" if i in f["failed"] else ""))
                       for i, label in zip(f["indices"], f["labels"]))
     rows = [f"<tr><th>names</th><td>{escape(', '.join(f['names']))}</td></tr>",

@@ -53,3 +53,14 @@ def test_non_ascii_and_multiline(tmp_path):
     assert (a.target, a.value, a.op, a.subscript) == ("x['ß']", "f(é,\n  y=ü)", "+", True)
     (c,) = source.calls(str(p), 3)
     assert (c.function, c.receiver, c.args, c.kwargs) == ("f", None, ("é",), {"y": "ü"})
+
+
+def test_operators_outermost_first_with_literals_marked(tmp_path):
+    p = tmp_path / "o.py"
+    p.write_text("loss = a * c\ny = 2 * x * x\nz = (u @ v) - -1\n")
+    assert [(o.op, o.left, o.right, o.literal) for o in source.operators(str(p), 1)] == \
+        [("*", "a", "c", False)]
+    assert [(o.op, o.left, o.right, o.literal) for o in source.operators(str(p), 2)] == \
+        [("*", "2 * x", "x", False), ("*", "2", "x", True)]
+    assert [(o.op, o.left, o.right, o.literal) for o in source.operators(str(p), 3)] == \
+        [("-", "u @ v", "-1", True), ("@", "u", "v", False)]

@@ -14,6 +14,12 @@
   then ``x[..., :1] = ...``, then reading ``first``: the program may have expected a copy).
   Writes through the view itself or through a part of it (``x[2:5] = y`` then reading ``x``,
   a static KV cache written a slot at a time and read whole) are what views are for.
+  Also ``stale-view``: bytes autograd saved at a forward op and read by its backward op,
+  overwritten in between by a forward-phase op through any view (``y = x.sigmoid()``, then
+  ``y.data.mul_(2)``, then ``backward()``): autograd refuses such a write through a tensor
+  it tracks (the version check), so one it let through went by ``.data``, a NumPy view or
+  the like, and the gradient used the new values. An in-place update the forward op makes
+  itself (BatchNorm's running statistics) is its state, not a saved value.
 - ``order`` (``RAW``/``WAR``/``WAW``, only with ``all=True``): see :mod:`.order`.
 
 Findings at the same source lines with the same severity, kind and names are grouped: one
@@ -268,6 +274,49 @@ def _stale(infos) -> list[Finding]:
     return found
 
 
+def _saved_overwritten(infos, stale: list[Finding]) -> list[Finding]:
+    """Reads by a backward op of bytes its forward op touched, written between the two by a
+    forward-phase op (see the module's docstring)."""
+    backward = [info for info in infos if info.forward is not None and not info.failed]
+    if not backward:
+        return []
+    writes: dict = {}   # memory id -> ([op index], [(info, slot)]) of forward-phase writes
+    for info in infos:
+        if info.failed or info.forward is not None:
+            continue
+        for s in info.slots:
+            if s.mode in ("W", "RW") and s.view is not None:
+                keys, items = writes.setdefault(s.memory, ([], []))
+                keys.append(info.index)
+                items.append((info, s))
+    reported = {(f.ops[0].index, f.ops[-1].index) for f in stale}
+    found = []
+    for info in backward:
+        fwd = infos[info.forward]
+        for r in info.slots:
+            if r.mode != "R" or r.view is None or r.memory not in writes:
+                continue
+            touched = [s for s in fwd.slots if s.memory == r.memory and s.view is not None
+                       and memory_meets(s.view, r.view) and overlap(s.view, r.view)]
+            # not saved by the forward op, or its own in-place state (running statistics)
+            if not touched or any(s.mode == "RW" for s in touched):
+                continue
+            keys, items = writes[r.memory]
+            lo, hi = bisect_right(keys, fwd.index), bisect_left(keys, info.index)
+            for wi, w in items[lo:hi][::-1]:
+                if (wi.index, info.index) in reported or not memory_meets(w.view, r.view) \
+                        or not overlap(w.view, r.view):
+                    continue
+                shared = _grid(r, _shared_bytes(r, w))
+                found.append(Finding(
+                    "stale-view", "RAW", [wi, info], int(shared.size), [r, w],
+                    saved=touched[0],
+                    note=f"saved for backward by {fwd.label} at {fwd.line}, overwritten at "
+                         f"{wi.line} before backward read it", _addresses=shared))
+                break   # the latest such write is the one to report
+    return found
+
+
 def group(findings: list[Finding], names) -> list[Finding]:
     """Merge repeats: same severity, kind, source lines and names -> one finding with
     ``occurrences`` (the first one's details; ``repeats`` keeps the others' ops)."""
@@ -294,7 +343,9 @@ def classify(infos, all: bool = False, order=None, names=None) -> list[Finding]:
             continue
         found.extend(_one_per_write(_in_op(info), _self_overlap(info)))
         found.extend(_duplicates(info))
-    found.extend(_stale(infos))
+    stale = _stale(infos)
+    found.extend(stale)
+    found.extend(_saved_overwritten(infos, stale))
     if all and order is not None:
         stale = {(f.ops[0].index, f.ops[1].index) for f in found if f.severity == "stale-view"}
         found.extend(f for f in order()

@@ -76,6 +76,12 @@ NUMPY_HINTS = {
 HINTS_OF = {"torch": HINTS, "numpy": NUMPY_HINTS}
 # an in-op overlap between written arguments only (a parameter listed twice in an optimizer,
 # ``out=(t, t)``): no clone of an input helps
+# a tensor autograd saved for backward, overwritten before backward read it through another
+# tensor over its memory (``.data``, a NumPy view), which autograd's version check cannot see
+SAVED_OVERWRITTEN = ("autograd saved this tensor for the backward pass, and it was overwritten "
+                     "before backward read it, through a tensor autograd does not track "
+                     "(`.data`, a NumPy view), so the gradient uses the new values: write "
+                     "into a clone(), or do the update after backward()")
 WRITTEN_TWICE = ("two written arguments share memory (one tensor passed twice?); pass each "
                  "tensor once, or write into separate tensors and combine them explicitly")
 
@@ -166,7 +172,8 @@ class OpInfo(NamedTuple):
     of the differing elements)`` for repeated indices written with different values; ``exact``: for a slot recorded as its
     whole view but written only in part, the start addresses of the elements written;
     ``uniform``: the op writes one value to every element (a repeated element cannot
-    differ); ``stream``.
+    differ); ``stream``; ``forward``: for an op the autograd engine ran, the index of the
+    forward op whose autograd node ran it (None otherwise, or when unknown).
     """
     name: str
     label: str
@@ -183,6 +190,7 @@ class OpInfo(NamedTuple):
     exact: Mapping = NO_EXACT
     uniform: bool = False
     stream: str = "default"
+    forward: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -223,23 +231,36 @@ class Finding:
     _addresses: object = field(default=None, repr=False)
     repeats: list = field(default_factory=list, repr=False)
     written_only: bool = False   # an in-op overlap whose slots are all written
+    # a stale view autograd saved for backward (see classify): the forward op's slot that
+    # holds it, which names it as the user knows it
+    saved: object = None
 
     @property
     def hint(self) -> str:
         if self.written_only and self.kind == "in-op-overlap":
             return WRITTEN_TWICE
+        if self.saved is not None:
+            return SAVED_OVERWRITTEN
         return HINTS_OF[self.framework].get((self.severity, self.kind), "")
 
     @property
     def lines(self) -> list[str]:
         """The ops' user lines; for a stale view the read first (where the stale values are
-        used), then the write."""
-        ops = self.ops[::-1] if self.severity == "stale-view" else self.ops
+        used), then the write; for a saved tensor overwritten before backward, the write
+        first (the backward op's line is its forward op's)."""
+        ops = self.ops[::-1] if self.severity == "stale-view" and self.saved is None \
+            else self.ops
         out = []
         for op in ops:
             if op.line not in out:
                 out.append(op.line)
         return out
+
+    @property
+    def source(self) -> str:
+        """The text of the line the finding is placed at (its first line)."""
+        first = self.lines[0] if self.lines else None
+        return next((op.source for op in self.ops if op.line == first), "") or ""
 
     @property
     def contexts(self) -> list[str]:

@@ -42,7 +42,7 @@ def finding_json(f: Finding, names: list[str], elements: bool = False) -> dict:
         "severity": f.severity, "kind": f.kind,
         "ops": [op.name for op in f.ops], "labels": [op.label for op in f.ops],
         "indices": [op.index for op in f.ops], "lines": f.lines,
-        "contexts": f.contexts, "sources": [op.source for op in f.ops],
+        "contexts": f.contexts, "sources": [op.source for op in f.ops], "source": f.source,
         "names": names, "count": f.count, "occurrences": f.occurrences, "hint": f.hint,
         "failed": [op.index for op in f.ops if op.failed],
     }

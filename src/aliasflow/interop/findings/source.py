@@ -161,6 +161,33 @@ def calls(path: str, line: int) -> tuple[CallText, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class OperatorText:
+    """A binary operator on a line (``a * c``): ``op`` (``"*"``), ``left`` and ``right``
+    as source text, and whether each is a literal number (``2 * x``: Python then runs
+    ``x.__rmul__(2)``, so the left operand is not the first argument)."""
+    op: str
+    left: str
+    right: str
+    literal: bool
+
+
+@lru_cache(maxsize=4096)
+def operators(path: str, line: int) -> tuple[OperatorText, ...]:
+    """The binary operators the statement at ``path:line`` applies, outermost first."""
+    node, parsed = _statement(path, line)
+    if node is None:
+        return ()
+    out = []
+    for b in ast.walk(node):
+        if isinstance(b, ast.BinOp) and type(b.op) in _OPS:
+            literal = any(isinstance(x, ast.Constant) or isinstance(x, ast.UnaryOp) and
+                          isinstance(x.operand, ast.Constant) for x in (b.left, b.right))
+            out.append(OperatorText(_OPS[type(b.op)], parsed.segment(b.left),
+                                    parsed.segment(b.right), literal))
+    return tuple(out)
+
+
 def index_text(name: str, index) -> str:
     """``labels[0, 3]`` for name ``labels`` and index ``(0, 3)``."""
     if index is None:

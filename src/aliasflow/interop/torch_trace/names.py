@@ -20,7 +20,7 @@ import weakref
 import torch
 
 from ..findings.model import storage_form
-from ..findings.source import assignment, calls
+from ..findings.source import assignment, calls, operators
 
 _storage_address = torch._C._storage_address
 _NAMESPACES = {"torch", "torch.nn.functional", "F", "torch.Tensor", "torch.linalg",
@@ -293,6 +293,34 @@ def _same_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(oa, ob)) and bool((oa[1:] != oa[:-1]).all())
 
 
+# aten ops a Python binary operator on two tensors runs as, by operator
+_OPERATOR_OPS = {"+": ("add",), "-": ("sub",), "*": ("mul",), "/": ("div",),
+                 "@": ("mm", "bmm", "matmul", "mv", "dot"), "**": ("pow",),
+                 "%": ("remainder",), "//": ("floor_divide",)}
+
+
+def _operands(spec, slots, where, exprs: dict) -> dict:
+    """Names of an op's two operands from the one binary operator on the user's line that
+    runs as it (``loss = a * c``: ``self`` is ``a``, ``other`` is ``c``). Only when both
+    operands are tensors with dimensions: a Python number becomes a 0-dim tensor and may have
+    been the left operand (``lr * grad`` runs as ``grad.__rmul__(lr)``), and a literal
+    number anywhere in the operator makes its order unknown."""
+    first, second = (a for a in spec.args[:2]) if len(spec.args) >= 2 else (None, None)
+    if first is None or first.name in exprs or second.name in exprs:
+        return exprs
+    ops = [o for o in operators(where[0].co_filename, where[1])
+           if spec.base in _OPERATOR_OPS.get(o.op, ())]
+    if len(ops) != 1 or ops[0].literal:
+        return exprs
+    mine = {s.label: s for s in slots}
+    a, b = mine.get(first.name), mine.get(second.name)
+    if a is None or b is None or not a.shape or not b.shape:
+        return exprs
+    out = dict(exprs)
+    out[first.name], out[second.name] = ops[0].left, ops[0].right
+    return out
+
+
 class Namer:
     """Names the slots of a built trace, lazily, caching per op."""
 
@@ -318,6 +346,8 @@ class Namer:
         local = (call.extra or {}).get("locals", {})
         modules = self.trace.names
         out = []
+        if call.where is not None and call.spec is not None:
+            exprs = _operands(call.spec, info.slots, call.where, exprs)
         for k, s in enumerate(info.slots):
             name = exprs.get(s.label) or local.get(k)
             if name is None and modules is not None and refs[k].gen is not None:
@@ -335,7 +365,14 @@ class Namer:
 
     def finding_names(self, f) -> list[str]:
         out = []
+        saved = getattr(f, "saved", None)
         for s in f.slots:
+            if saved is not None and s is f.slots[0]:   # named as its forward op saw it
+                n = self.slot_name(self.built.infos[f.ops[-1].forward], saved)
+                # unnamed there (an operator's operand): the write's name says which tensor
+                if n not in out and n != storage_form(saved):
+                    out.append(n)
+                continue
             info = next((op for op in f.ops if any(x is s for x in op.slots)), f.ops[0])
             n = self.slot_name(info, s)
             if n not in out:

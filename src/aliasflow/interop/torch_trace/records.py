@@ -170,9 +170,11 @@ class _Views:
 
 
 def _frames(trace):
-    """``(user frame, context, raw where)`` per call: a call the autograd engine makes for a
-    ``backward()`` line is placed at the forward call that made its autograd node, with the
-    ``backward()`` line as context (a user-written ``backward`` method keeps its own line)."""
+    """``(user frame, context, raw where, forward)`` per call: a call the autograd engine
+    makes for a ``backward()`` line is placed at the forward call that made its autograd node,
+    with the ``backward()`` line as context (a user-written ``backward`` method keeps its own
+    line); ``forward`` is that forward call's index for any call the engine makes (None for
+    the others, or when unknown)."""
     cwd_frames: dict = {}
 
     def frame(where):
@@ -204,11 +206,13 @@ def _frames(trace):
                 starts = engine[where] = (not text or ".backward(" in text
                                           or "autograd.grad(" in text
                                           or "autograd.backward(" in text)
-            fwd = creator.get(node + 1)
-            if starts and fwd is not None and fwd < call[0]:
-                out.append((frame(trace.calls[fwd][3]), own, trace.calls[fwd][3]))
-                continue
-        out.append((own, None, where))
+        fwd = creator.get(node + 1) if node is not None else None
+        if fwd is not None and fwd >= call[0]:
+            fwd = None
+        if node is not None and where is not None and starts and fwd is not None:
+            out.append((frame(trace.calls[fwd][3]), own, trace.calls[fwd][3], fwd))
+            continue
+        out.append((own, None, where, fwd))
     return out
 
 
@@ -224,7 +228,7 @@ def _build(trace) -> Built:
     frames = _frames(trace)
     texts: dict = {}
     labels, dtype_names = _LABELS, _DTYPE_NAMES
-    for call, (where, context, raw_where) in zip(trace.calls, frames):
+    for call, (where, context, raw_where, forward) in zip(trace.calls, frames):
         # the fields of a Call by position (see tracer.Call): this loop runs once per call
         i, spec, func, accs, error, untracked = call[0], call[1], call[2], call[7], call[10], \
             call[11]
@@ -260,7 +264,7 @@ def _build(trace) -> Built:
         info = OpInfo(
             name, label, i, where, context, text or "", error, untracked, slots,
             _exempt(spec, accs), extra.get("outcomes"), extra.get("duplicates"), exact_map,
-            _uniform(spec, slots), call[4] or "default")
+            _uniform(spec, slots), call[4] or "default", forward)
         infos.append(info)
     return Built(infos, _Refs(trace.calls, views), index, trace.calls, views)
 
