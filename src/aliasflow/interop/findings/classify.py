@@ -236,35 +236,46 @@ def _inside(w, r) -> bool:
     return ov.count >= _distinct_bytes(w.view)
 
 
-def _stale(infos) -> list[Finding]:
-    """Reads through views made before a write through another, wider view."""
-    writes: dict = {}   # memory id -> ([op index], [(info, slot)])
+def _writes(infos, keep=lambda info: True) -> dict:
+    """memory id -> ([op index], [(info, slot)]) of the writes, in program order, of the ops
+    ``keep`` accepts that ran (a fresh result's write, the making of memory, is left out)."""
+    writes: dict = {}
     for info in infos:
-        if info.failed:
+        if info.failed or not keep(info):
             continue
         for s in info.slots:
             if s.mode in ("W", "RW") and s.view is not None and not s.fresh:
                 keys, items = writes.setdefault(s.memory, ([], []))
                 keys.append(info.index)
                 items.append((info, s))
+    return writes
+
+
+def _meeting(writes: dict, r, after: int, before: int):
+    """The writes of ``writes`` by ops after ``after`` and before ``before`` that share bytes
+    with slot ``r``, latest first."""
+    got = writes.get(r.memory)
+    if got is None:
+        return
+    keys, items = got
+    for wi, w in items[bisect_right(keys, after):bisect_left(keys, before)][::-1]:
+        if memory_meets(w.view, r.view) and overlap(w.view, r.view):
+            yield wi, w
+
+
+def _stale(infos) -> list[Finding]:
+    """Reads through views made before a write through another, wider view."""
+    writes = _writes(infos)
     if not writes:
         return []
     found = []
     for info in infos:
         if info.failed:
             continue
-        j = info.index
         for r in info.slots:
             if r.born is None or r.mode not in ("R", "RW") or r.view is None:
                 continue
-            got = writes.get(r.memory)
-            if got is None:
-                continue
-            keys, items = got
-            lo, hi = bisect_right(keys, r.born), bisect_left(keys, j)
-            for wi, w in items[lo:hi][::-1]:
-                if not memory_meets(w.view, r.view) or not overlap(w.view, r.view):
-                    continue
+            for wi, w in _meeting(writes, r, r.born, info.index):
                 if _inside(w, r):
                     continue
                 shared = _grid(r, _shared_bytes(r, w))
@@ -280,15 +291,7 @@ def _saved_overwritten(infos, stale: list[Finding]) -> list[Finding]:
     backward = [info for info in infos if info.forward is not None and not info.failed]
     if not backward:
         return []
-    writes: dict = {}   # memory id -> ([op index], [(info, slot)]) of forward-phase writes
-    for info in infos:
-        if info.failed or info.forward is not None:
-            continue
-        for s in info.slots:
-            if s.mode in ("W", "RW") and s.view is not None:
-                keys, items = writes.setdefault(s.memory, ([], []))
-                keys.append(info.index)
-                items.append((info, s))
+    writes = _writes(infos, keep=lambda info: info.forward is None)
     reported = {(f.ops[0].index, f.ops[-1].index) for f in stale}
     found = []
     for info in backward:
@@ -301,11 +304,8 @@ def _saved_overwritten(infos, stale: list[Finding]) -> list[Finding]:
             # not saved by the forward op, or its own in-place state (running statistics)
             if not touched or any(s.mode == "RW" for s in touched):
                 continue
-            keys, items = writes[r.memory]
-            lo, hi = bisect_right(keys, fwd.index), bisect_left(keys, info.index)
-            for wi, w in items[lo:hi][::-1]:
-                if (wi.index, info.index) in reported or not memory_meets(w.view, r.view) \
-                        or not overlap(w.view, r.view):
+            for wi, w in _meeting(writes, r, fwd.index, info.index):
+                if (wi.index, info.index) in reported:
                     continue
                 shared = _grid(r, _shared_bytes(r, w))
                 found.append(Finding(
@@ -347,8 +347,8 @@ def classify(infos, all: bool = False, order=None, names=None) -> list[Finding]:
     found.extend(stale)
     found.extend(_saved_overwritten(infos, stale))
     if all and order is not None:
-        stale = {(f.ops[0].index, f.ops[1].index) for f in found if f.severity == "stale-view"}
+        pairs = {(f.ops[0].index, f.ops[-1].index) for f in found if f.severity == "stale-view"}
         found.extend(f for f in order()
-                     if not (f.kind == "RAW" and (f.ops[0].index, f.ops[1].index) in stale))
+                     if not (f.kind == "RAW" and (f.ops[0].index, f.ops[-1].index) in pairs))
     found.sort(key=lambda f: (RANK[f.severity], f.ops[0].index, f.ops[-1].index))
     return group(found, names or (lambda f: [slot_name(s) for s in f.slots]))
