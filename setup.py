@@ -92,5 +92,7 @@ setup(
                   [f"{COMMON}/boundary.hpp"], numpy_headers()),
         extension("aliasflow.interop.torch_trace._frames", f"{TTRACE}/frames.cpp",
                   [f"{COMMON}/boundary.hpp"]),
+        extension("aliasflow.interop.torch_trace._hot", f"{TTRACE}/hot.cpp",
+                  [f"{COMMON}/boundary.hpp"]),
     ],
 )

@@ -45,7 +45,7 @@ class StorageGen:
         self.first_op = first_op      # index of the first op that touched it
         self.snapshot = None          # UntypedStorage copy taken at first sight (None: created)
         self.final_crc = None         # CRC-32 of its bytes at the end of the trace (if alive)
-        self.final_bytes = None       # a copy of them, for small storages
+        self.final_bytes = None       # a copy of them (bytes), for small storages
         self.weak = weak              # the StorageImpl's address, held by a weak reference
         self.alive_at_end = False
         self.region = None            # the aliasflow tensor holding this address range

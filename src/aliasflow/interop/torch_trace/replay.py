@@ -87,6 +87,10 @@ class ReplayReport:
 
 
 def _storage_bytes(st) -> torch.Tensor:
+    """The bytes of a storage (or of ``bytes``: a generation's ``final_bytes``) as uint8."""
+    if isinstance(st, bytes):
+        return torch.frombuffer(bytearray(st), dtype=torch.uint8) if st else \
+            torch.empty(0, dtype=torch.uint8)
     return torch.empty(0, dtype=torch.uint8).set_(st)
 
 
