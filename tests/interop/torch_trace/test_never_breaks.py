@@ -216,3 +216,54 @@ def test_calls_on_other_threads_do_not_vanish_without_a_word():
     assert out[0].tolist() == [2.0, 2.0, 2.0] and y.tolist() == [2.0, 2.0]
     assert tr.threads_started == 1 and tr.to_json()["threads_started"] == 1
     assert threading.Thread.start is tracer._THREAD_START     # restored
+
+
+def compiled_program(base):
+    """Each step reaches one of the Python pieces the compiled path calls."""
+    torch.manual_seed(0)
+    y = base * 2                                  # a fresh result (StorageGen)
+    y.add_(y)                                     # a read like the write (_same_layout)
+    base.add_(1)                                  # a storage first seen (StorageGen, _capture)
+    shared = torch.from_numpy(base.numpy()[2:5])  # memory a live storage has (_expired)
+    shared.mul_(2)
+    m = torch.ones(3, 3)
+    m.addmm_(m, m)                                # in-place fed itself (_suspect)
+    hist, edges = torch.histogramdd(torch.rand(10, 2), bins=3)   # a list in a tuple (_results)
+    z = torch.ones(2, dtype=torch.complex64)
+    z.mul_(2)                                     # an odd dtype (_capture)
+    return [y, base, m, hist, *edges, z]
+
+
+BROKEN_PIECES = ["_storage_address", "StorageGen", "_same_layout", "_expired", "Trace._capture",
+                 "Trace._suspect", "Trace._results", "Trace._after"]
+
+
+@pytest.mark.skipif(tracer._hot is None, reason="the compiled path is not built")
+@pytest.mark.parametrize("piece", BROKEN_PIECES)
+def test_a_failure_in_a_piece_the_compiled_path_calls_leaves_the_program_alone(monkeypatch,
+                                                                                piece):
+    expected = compiled_program(torch.arange(8.))
+    owner, name = (tracer.Trace, piece[6:]) if piece.startswith("Trace.") else (tracer, piece)
+    original = getattr(owner, name)
+    hits = []
+
+    def broken(*args, **kwargs):
+        hits.append(name)
+        raise ValueError("tracer bug")
+    if name == "StorageGen":   # (the compiled path takes a type)
+        class BrokenGen(original):
+            __slots__ = ()
+
+            def __init__(self, *args, **kwargs):
+                broken()
+        monkeypatch.setattr(owner, name, BrokenGen)
+    else:
+        monkeypatch.setattr(owner, name, broken if owner is tracer else
+                            lambda self, *a, **k: broken())
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        with af.trace() as tr:
+            got = compiled_program(torch.arange(8.))
+    assert hits, f"the program never reached {piece}"
+    assert len(got) == len(expected) and all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert original is not None and len(tr.torch.calls) > 10
