@@ -149,7 +149,7 @@ class _CompiledMode(TorchDispatchMode):
             trace._pages, trace.storages, trace._streams, _storage_address, _sequence_nr,
             _current_node, _user_site, _USER, _is_user_code, Call, StorageGen, _text,
             _ODD_DTYPES, _PLAIN, _Tensor, _same_layout, _slot, torch.nn.Parameter, _expired,
-            NO_ALIASES, trace.values, _PAGE)
+            NO_ALIASES, _copy, trace.values, _PAGE)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return self.hot(func, args, kwargs or {})
@@ -292,7 +292,7 @@ class Trace:
             if gen.aliases:
                 gen.group = min(storages[i].group for i in gen.aliases)
             if self.values:
-                gen.snapshot = st.clone()
+                gen.snapshot = _copy(st, gen)
         storages.append(gen)
         if nbytes:
             pages = self._pages
@@ -728,7 +728,7 @@ class Trace:
             accesses.append(("W", -1, j, gen, ptr, shape, stride, dtype, -2,
                              t.is_conj() << 1 | t.is_neg() if self._bits_seen else 0))
         if spec.uninitialized and self.values and gen is not None and gen.snapshot is None:
-            gen.snapshot = t.untyped_storage().clone()   # replay needs its unspecified bytes
+            gen.snapshot = _copy(t.untyped_storage(), gen)   # replay needs its unspecified bytes
         return _slot(k)
 
     def _duplicates(self, call, spec, args, kwargs, accesses, out):
@@ -841,6 +841,15 @@ class Trace:
 
 _WATCHING: list = []      # traces running now, told about every thread started
 _THREAD_START = threading.Thread.start
+
+
+def _copy(st, gen):
+    """The bytes of storage ``st`` (generation ``gen``) now: ``bytes`` read where they are for
+    memory on the CPU (a storage copy costs an allocation and a kernel launch), else a storage
+    copy."""
+    if gen.device == "cpu" and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
+        return ctypes.string_at(gen.address, gen.nbytes) if gen.nbytes else b""
+    return st.clone()
 
 
 def _promote_and_enable() -> None:

@@ -76,7 +76,7 @@ PyObject* s_cpu;
     X(trace) X(calls) X(by_sid) X(born) X(specs) X(slots) X(weak) X(pages) X(storages)         \
     X(streams) X(storage_address) X(sequence_nr) X(current_node) X(user_site) X(user_known)    \
     X(is_user_code) X(call_type) X(gen_type) X(text) X(odd_dtypes) X(plain_types)             \
-    X(tensor_type) X(same_layout) X(slot) X(parameter_type) X(expired) X(no_aliases)
+    X(tensor_type) X(same_layout) X(slot) X(parameter_type) X(expired) X(no_aliases) X(copy)
 
 struct HotPath {
     PyObject_HEAD
@@ -734,8 +734,11 @@ PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* b
             if (PyErr_Occurred() || !group.p || !gen_set(h, gen.p, G_GROUP, group.p))
                 return nullptr;
         }
-        if (h->values) {
-            Ref copy(method0(st, s_clone));
+        if (h->values) {   // (tracer._copy: bytes read where they are on the CPU)
+            Ref copy(is_cpu ? PyBytes_FromStringAndSize(
+                                  reinterpret_cast<const char*>(static_cast<intptr_t>(base_v)),
+                                  static_cast<Py_ssize_t>(nbytes))
+                            : method0(st, s_clone));
             if (!copy.p || !gen_set(h, gen.p, G_SNAPSHOT, copy.p)) return nullptr;
         }
     }
@@ -818,7 +821,8 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
         if (!snap.p) return nullptr;
         if (snap.p == Py_None) {   // replay needs its unspecified bytes
             Ref st2(method0(t, s_untyped_storage));
-            Ref copy(st2.p ? method0(st2.p, s_clone) : nullptr);
+            Ref copy(st2.p ? PyObject_CallFunctionObjArgs(h->copy, st2.p, gen.p, nullptr)
+                           : nullptr);
             if (!copy.p || !gen_set(h, gen.p, G_SNAPSHOT, copy.p)) return nullptr;
         }
     }
@@ -990,7 +994,8 @@ PyObject* hot_call(PyObject* self, PyObject* const* a, size_t nargsf, PyObject* 
     HotPath* h = reinterpret_cast<HotPath*>(self);
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != 3 || kwnames) {
-        PyErr_SetString(PyExc_TypeError, "HotPath(func, args, kwargs) takes 3 positional arguments");
+        PyErr_SetString(PyExc_TypeError,
+                        "HotPath(func, args, kwargs) takes 3 positional arguments");
         return nullptr;
     }
     PyObject* func = a[0];
@@ -1118,6 +1123,7 @@ PyObject* hot_call(PyObject* self, PyObject* const* a, size_t nargsf, PyObject* 
     return out.release();
 }
 
+
 PyObject* hot_new(PyTypeObject* type, PyObject*, PyObject*) {
     PyObject* self = type->tp_alloc(type, 0);
     if (self) {
@@ -1135,7 +1141,8 @@ const char hot_doc[] =
     "HotPath(trace, calls, by_sid, born, specs, slots, weak, pages, storages, streams, "
     "storage_address, sequence_nr, current_node, user_site, user_known, is_user_code, "
     "call_type, gen_type, text, odd_dtypes, plain_types, tensor_type, same_layout, slot, "
-    "parameter_type, expired, no_aliases, values, page_shift): called as hot(func, args, kwargs) by the dispatch mode.";
+    "parameter_type, expired, no_aliases, copy, values, page_shift): called as "
+    "hot(func, args, kwargs) by the dispatch mode.";
 
 PyType_Slot hot_slots[] = {
     {Py_tp_doc, const_cast<char*>(hot_doc)},
