@@ -4,6 +4,7 @@ template, result, finding and replay, on programs nobody here wrote (torch's own
 optimizers, transformers' models) and on the odd cases (first sight of storages, aliasing
 storages, lists, kwargs, conj/neg bits, refused calls, unspecified outputs). Addresses differ
 between two runs, so pointers are compared as offsets into their generation."""
+import os
 import warnings
 
 import pytest
@@ -13,8 +14,19 @@ torch = pytest.importorskip("torch")
 import aliasflow as af  # noqa: E402
 from aliasflow.interop.torch_trace import tracer  # noqa: E402
 
-pytestmark = pytest.mark.skipif(tracer._hot is None, reason="the compiled path is not built "
-                                "(or AF_PURE=1)")
+PURE = os.environ.get("AF_PURE", "") not in ("", "0")
+needs_compiled = pytest.mark.skipif(tracer._hot is None, reason="the compiled path is not in "
+                                    "use (AF_PURE=1, or not built: test_built fails then)")
+
+
+def test_built():
+    """Fails when the compiled per-call path did not build (unless AF_PURE=1)."""
+    if PURE:
+        assert tracer._hot is None
+        return
+    from aliasflow.interop.torch_trace import _hot  # the import error, if any, is the message
+
+    assert tracer._hot is _hot
 
 
 def canonical(x):
@@ -150,6 +162,7 @@ def conv():
     return step
 
 
+@needs_compiled
 @pytest.mark.parametrize("make", [mlp, transformer, conv], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("values", [True, False], ids=["values", "no-values"])
 def test_training_steps_record_the_same(make, values):
@@ -197,6 +210,7 @@ def odd_cases():
     return program
 
 
+@needs_compiled
 def test_odd_cases_record_the_same():
     fast, _ = same_records(odd_cases)
     assert any(g.aliases for g in fast.storages)          # from_numpy over base's bytes
@@ -205,6 +219,7 @@ def test_odd_cases_record_the_same():
     assert any(a[8] == -1 for c in fast.calls for a in c.accesses)   # born before the trace
 
 
+@needs_compiled
 def test_the_compiled_path_is_the_one_used():
     seen = []
     original = tracer._CompiledMode.__torch_dispatch__
