@@ -79,20 +79,24 @@ class NumpyTrace:
         return False
 
     def _wrap(self):
+        space = vars(np)   # (the module's attributes, set in one update: a trace per step)
+        saved = self._saved
         for name in WRAPPED:
-            original = getattr(np, name)
+            original = space[name]
             wrapper = _WRAPPERS.get(original)
             if wrapper is None:   # made once per function: a wrapper keeps no trace state
                 wrapper = _WRAPPERS[original] = _wrapper(original)
-            self._saved[name] = (original, wrapper)
-            runtime._unwrapped[id(wrapper)] = original
-            setattr(np, name, wrapper)
+            saved[name] = (original, wrapper)
+        runtime._unwrapped.update({id(w): o for o, w in saved.values()})
+        space.update({name: w for name, (_, w) in saved.items()})
 
     def _unwrap(self):
-        for name, (original, wrapper) in self._saved.items():
-            if getattr(np, name) is wrapper:
-                setattr(np, name, original)
-            runtime._unwrapped.pop(id(wrapper), None)
+        space = vars(np)
+        # (a name the program rebound meanwhile keeps the program's value)
+        space.update({name: o for name, (o, w) in self._saved.items() if space.get(name) is w})
+        unwrapped = runtime._unwrapped
+        for _, wrapper in self._saved.values():
+            unwrapped.pop(id(wrapper), None)
         self._saved = {}
 
     # ---- results -----------------------------------------------------------------------------
