@@ -352,6 +352,28 @@ bool capture_py(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssize_t
     return r.p != nullptr;
 }
 
+// Append the access tuple (mode, pos, k, gen, ptr, sizes, strides, dtype, born, bits); the
+// conj/neg bits are read once a bit view was made (before, every tensor's are 0).
+bool append_access(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssize_t k,
+                   PyObject* gen, PyObject* ptr, PyObject* shape, PyObject* stride,
+                   PyObject* dtype, long long born) {
+    long bits = 0;
+    if (!c.plain_bits) {
+        Ref conj(method0(t, s_is_conj));
+        Ref neg(conj.p ? method0(t, s_is_neg) : nullptr);
+        if (!neg.p) return false;
+        int cj = PyObject_IsTrue(conj.p), ng = PyObject_IsTrue(neg.p);
+        if (cj < 0 || ng < 0) return false;
+        bits = cj << 1 | ng;
+    }
+    Ref pos_obj(PyLong_FromSsize_t(pos)), k_obj(PyLong_FromSsize_t(k));
+    Ref born_obj(PyLong_FromLongLong(born)), bits_obj(PyLong_FromLong(bits));
+    if (!pos_obj.p || !k_obj.p || !born_obj.p || !bits_obj.p) return false;
+    Ref acc(PyTuple_Pack(10, mode, pos_obj.p, k_obj.p, gen, ptr, shape, stride, dtype,
+                         born_obj.p, bits_obj.p));
+    return acc.p && PyList_Append(c.accesses, acc.p) == 0;
+}
+
 PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* base,
                   long long base_v, long long nbytes, bool creating);
 
@@ -435,21 +457,7 @@ bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py
             if (!same && !gen_set(h, g, G_DIRTY, Py_True)) return false;
         }
     }
-    long bits = 0;
-    if (!c.plain_bits) {
-        Ref conj(method0(t, s_is_conj));
-        Ref neg(conj.p ? method0(t, s_is_neg) : nullptr);
-        if (!neg.p) return false;
-        int cj = PyObject_IsTrue(conj.p), ng = PyObject_IsTrue(neg.p);
-        if (cj < 0 || ng < 0) return false;
-        bits = cj << 1 | ng;
-    }
-    Ref pos_obj(PyLong_FromSsize_t(pos)), k_obj(PyLong_FromSsize_t(k));
-    Ref born_obj(PyLong_FromLongLong(born)), bits_obj(PyLong_FromLong(bits));
-    if (!pos_obj.p || !k_obj.p || !born_obj.p || !bits_obj.p) return false;
-    Ref acc(PyTuple_Pack(10, mode, pos_obj.p, k_obj.p, g, ptr.p, shape.p, stride.p, dtype.p,
-                         born_obj.p, bits_obj.p));
-    return acc.p && PyList_Append(c.accesses, acc.p) == 0;
+    return append_access(c, t, mode, pos, k, g, ptr.p, shape.p, stride.p, dtype.p, born);
 }
 
 // Trace._before without its rare parts (the fast form excludes them): the access tuples,
@@ -800,21 +808,9 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
     } else {
         gen.p = new_gen(c, t, st.p, sid.p, base.p, base_v, nbytes_v, true);
         if (!gen.p) return nullptr;
-        long bits = 0;
-        if (!c.plain_bits) {
-            Ref conj(method0(t, s_is_conj));
-            Ref neg(conj.p ? method0(t, s_is_neg) : nullptr);
-            if (!neg.p) return nullptr;
-            int cj = PyObject_IsTrue(conj.p), ng = PyObject_IsTrue(neg.p);
-            if (cj < 0 || ng < 0) return nullptr;
-            bits = cj << 1 | ng;
-        }
-        Ref minus(PyLong_FromLong(-1)), j_obj(PyLong_FromSsize_t(j));
-        Ref born(PyLong_FromLong(-2)), bits_obj(PyLong_FromLong(bits));
-        if (!minus.p || !j_obj.p || !born.p || !bits_obj.p) return nullptr;
-        Ref acc(PyTuple_Pack(10, s_W, minus.p, j_obj.p, gen.p, ptr.p, shape.p, stride.p,
-                             dtype.p, born.p, bits_obj.p));
-        if (!acc.p || PyList_Append(c.accesses, acc.p) < 0) return nullptr;
+        // a generation made by this call: not dirty, so no birth needed (born -2)
+        if (!append_access(c, t, s_W, -1, j, gen.p, ptr.p, shape.p, stride.p, dtype.p, -2))
+            return nullptr;
     }
     if ((c.flags & F_UNINITIALIZED) && h->values && gen.p != Py_None) {
         Ref snap(gen_get(h, gen.p, G_SNAPSHOT));
