@@ -81,9 +81,26 @@ DATA_DEPENDENT = frozenset({
     "index_put", "_index_put_impl", "scatter", "index_copy", "put", "masked_scatter",
 })
 # Elementwise in every pair of (written, read) arguments at one position, but not tagged
-# ``pointwise``: output element i depends on input element i alone.
-ELEMENTWISE = frozenset({"copy_", "copy", "clone", "_to_copy", "masked_fill_",
-                         "masked_fill", "lift_fresh_copy", "alias_copy"})
+# ``pointwise`` (in any overload): output element i depends on input element i alone. torch
+# tags the functional overload of many pointwise ops but not their in-place or ``out=``
+# forms (``where.self_out``, ``gt_.Tensor``, ``gelu.out``, ``add.Scalar_out``), nor the
+# activations' backward kernels and a few whole families (``floor_divide``, ``hardswish``).
+# Whole families are listed, not guessed from the tag: ``max.other`` is pointwise, ``max.dim``
+# a reduction.
+ELEMENTWISE = frozenset({
+    "copy_", "copy", "clone", "_to_copy", "masked_fill_", "masked_fill", "lift_fresh_copy",
+    "alias_copy",
+    "where", "floor_divide", "floor_divide_", "true_divide", "true_divide_", "rsub",
+    "add", "sub", "mul", "div", "remainder", "xlogy_", "copysign_", "heaviside_",
+    "gcd_", "lcm_", "eq_", "ne_", "lt_", "le_", "gt_", "ge_",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    "relu", "gelu", "gelu_", "elu", "celu", "hardtanh", "threshold", "threshold_",
+    "leaky_relu", "softplus", "softshrink", "hardshrink", "hardsigmoid", "hardswish",
+    "hardswish_", "mish", "mish_",
+    "gelu_backward", "threshold_backward", "elu_backward", "hardtanh_backward",
+    "leaky_relu_backward", "softplus_backward", "hardsigmoid_backward", "hardswish_backward",
+    "hardshrink_backward", "softshrink_backward", "log_sigmoid_backward",
+})
 # List ops that are elementwise per list position (element k of each list pairs with element
 # k of the others); ``_foreach_`` ops not listed as reductions are too.
 FOREACH_PREFIXES = ("_foreach_", "_fused_adam", "_fused_adamw", "_fused_sgd", "_fused_adagrad",
