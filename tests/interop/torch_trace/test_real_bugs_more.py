@@ -273,6 +273,74 @@ CASES = [
         r_idx = r_int.view(N, 1, 1, 1) + torch.arange(L).view(1, 1, 1, L)
         y_vec.index_put_((b_idx, c_idx, p_idx, r_idx), y_chirp, accumulate=True)
         """),
+    ("suite2p#1265 (bidiphase shift of a torch tensor, in a function)", """
+        import numpy as np
+        import torch
+        def shift(frames, bidiphase):
+            if bidiphase > 0:
+                frames[:, 1::2, bidiphase:] = frames[:, 1::2, :-bidiphase]
+            return frames
+        fr = np.arange(2 * 4 * 8, dtype=np.int16).reshape(2, 4, 8)
+        shifted = shift(torch.from_numpy(fr.copy()), 3)
+        """, [("wrong", "in-op-overlap", 5, ["frames[:, 1::2, bidiphase:]",
+                                           "frames[:, 1::2, :-bidiphase]"])], """
+        import numpy as np
+        import torch
+        def shift(frames, bidiphase):
+            if bidiphase > 0:
+                frames[:, 1::2, bidiphase:] = frames[:, 1::2, :-bidiphase].clone()
+            return frames
+        fr = np.arange(2 * 4 * 8, dtype=np.int16).reshape(2, 4, 8)
+        shifted = shift(torch.from_numpy(fr.copy()), 3)
+        """),
+    # the PR says torch rejects this; 2.13 computes it, wrong (a column shift, like #144861)
+    ("pytorch#181325", """
+        import torch
+        base = torch.tensor([[1, 2, 4, 8], [16, 32, 64, 128]])
+        try:
+            base[:, 1:].bitwise_or_(base[:, :-1])
+        except RuntimeError:
+            pass
+        """, [("wrong", "in-op-overlap", 4, ["base[:, 1:]", "base[:, :-1]"])], """
+        import torch
+        base = torch.tensor([[1, 2, 4, 8], [16, 32, 64, 128]])
+        base[:, 1:].bitwise_or_(base[:, :-1].clone())
+        """),
+    ("pytorch#23063 (copy_ into an expanded tensor)", """
+        import torch
+        a = torch.empty(1)
+        c = torch.randn(10)
+        b = a.expand(10)
+        try:
+            b.copy_(c)
+        except RuntimeError:
+            pass
+        """, [("hazard", "self-overlap-write", 6, ["b"])], """
+        import torch
+        a = torch.empty(10)
+        c = torch.randn(10)
+        a.copy_(c)
+        """),
+    ("torchaug#10 (grayscale expanded to 3 channels, then normalized in place)", """
+        import torch
+        img = torch.rand(4, 3, 8, 8)
+        gray = (0.2989 * img[:, 0] + 0.587 * img[:, 1] + 0.114 * img[:, 2]).unsqueeze(1)
+        out = gray.expand(-1, 3, -1, -1)
+        mean = torch.tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+        std = torch.tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
+        try:
+            out.sub_(mean).div_(std)
+        except RuntimeError:
+            pass
+        """, [("hazard", "self-overlap-write", 8, ["out"])], """
+        import torch
+        img = torch.rand(4, 3, 8, 8)
+        gray = (0.2989 * img[:, 0] + 0.587 * img[:, 1] + 0.114 * img[:, 2]).unsqueeze(1)
+        out = gray.expand(-1, 3, -1, -1).contiguous()
+        mean = torch.tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+        std = torch.tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
+        out.sub_(mean).div_(std)
+        """),
     # the documented hazard of .data: autograd's version check does not see the write
     ("pytorch#6990", """
         import torch
@@ -328,6 +396,21 @@ CORRECT = [
         import torch
         x = torch.rand(8, 8)
         torch._foreach_add_([x], [x.flip(0)])
+        """),
+    ("pytorch#197829 (a shift through a clone)", """
+        import torch
+        x = torch.rand(3, 16, 16)
+        x[1:] = x[:-1].clone()
+        """),
+    ("pytorch#18189 (in-place activations on chunks of one tensor)", """
+        import torch
+        import torch.nn as nn
+        linear = nn.Linear(20, 6)
+        with torch.no_grad():
+            y_fwd = linear(torch.randn(7, 1, 20))
+            z_gate_fwd, f_gate_fwd, o_gate_fwd = y_fwd.chunk(3, dim=2)
+            z_gate_fwd.tanh_()
+            f_gate_fwd.sigmoid_()
         """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
@@ -508,6 +591,23 @@ def _():
     return a.grad, s * (1 - s)
 
 
+@oracle(WRONG, "suite2p#1265 (bidiphase shift of a torch tensor, in a function)")
+def _():
+    fr = torch.arange(2 * 4 * 8, dtype=torch.int16).reshape(2, 4, 8)
+    n = fr.numpy().copy()
+    fr[:, 1::2, 3:] = fr[:, 1::2, :-3]
+    n[:, 1::2, 3:] = n[:, 1::2, :-3]          # NumPy copies an overlapping source first
+    return fr, torch.from_numpy(n)
+
+
+@oracle(WRONG, "pytorch#181325")
+def _():
+    base = torch.tensor([[1, 2, 4, 8], [16, 32, 64, 128]])
+    expected = base[:, 1:] | base[:, :-1]
+    base[:, 1:].bitwise_or_(base[:, :-1])
+    return base[:, 1:], expected
+
+
 def _refused(f):
     def check():
         with pytest.raises(RuntimeError, match="unsupported operation|single memory location"):
@@ -529,6 +629,10 @@ for _issue, _f in {
     "pytorch#63837": lambda: (lambda i: torch.scatter(i.clone(), 0, i[1:], i.clone()[1:],
                                                       out=i[:1]))(torch.tensor([0, 1, 2, 3])),
     "pytorch#23812": lambda: (lambda a: a[1:].sub_(a[:-1]))(torch.arange(20)),
+    "pytorch#23063 (copy_ into an expanded tensor)": lambda: torch.empty(1).expand(10).copy_(
+        torch.randn(10)),
+    "torchaug#10 (grayscale expanded to 3 channels, then normalized in place)":
+    lambda: torch.rand(4, 1, 8, 8).expand(-1, 3, -1, -1).sub_(torch.rand(3, 1, 1)),
     "titans-pytorch#64 (a Parameter over an expanded view, stepped)":
     lambda: torch.randn(8).expand(4, 8).sub_(torch.ones(4, 8), alpha=0.1),
 }.items():
@@ -585,3 +689,28 @@ def test_hazards_are_refused_or_come_out_right_this_time(issue):
     if result is not None:
         got, expected = result
         torch.testing.assert_close(got, expected)
+
+
+def test_a_loop_whose_early_steps_come_out_right_is_one_wrong_finding(tmp_path):
+    """A history buffer shifted in place each step (pytorch#91894's line, in a loop): the
+    steps while it holds zeros agree with copy semantics, the later ones do not. One line,
+    one mechanism: one ``wrong`` finding counting every step, not a ``wrong`` and a
+    ``hazard`` at the same line."""
+    tr, _ = run_case(tmp_path, """
+        import torch
+        history = torch.zeros(2, 4)
+        for step in range(5):
+            history[:, 1:] = history[:, :-1]
+            history[:, 0] = step + 1.
+        """)
+    (f,) = tr.findings()
+    assert (f.severity, f.kind, _line(f), f.occurrences) == ("wrong", "in-op-overlap", 4, 5)
+    assert f.differs > 0 and f.example is not None
+    # the oracle: the same steps on copies keep the history, the aliased copy smears it
+    history, expected = torch.zeros(2, 4), torch.zeros(2, 4)
+    for step in range(5):
+        history[:, 1:] = history[:, :-1]
+        history[:, 0] = step + 1.
+        expected[:, 1:] = expected[:, :-1].clone()
+        expected[:, 0] = step + 1.
+    assert expected[0].tolist() == [5., 4., 3., 2.] and not torch.equal(history, expected)
