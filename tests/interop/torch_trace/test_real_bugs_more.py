@@ -417,6 +417,29 @@ CORRECT = [
         a = torch.zeros(3)
         a.index_put_([torch.tensor([0, 0])], torch.tensor(1.), accumulate=True)
         """),
+    # out = beta * self + alpha * (a product): out= self is self.addmm_(...), BLAS scales C
+    # in place (the factors are what must not alias the output)
+    ("pytorch#96037 (baddbmm out= its self, beta=0: no NaN kept on 2.13)", """
+        import torch
+        a, b, c, z = [torch.rand((3, 2, 2)) for _ in range(4)]
+        z = c
+        z[1, 1, 1] = z[0, 0, 0] = torch.nan
+        torch.baddbmm(c, a, b, alpha=1, beta=0, out=z)
+        n = z.isnan().sum()
+        """),
+    ("addmm, baddbmm, addbmm, addmv, addr with out= their self", """
+        import torch
+        c = torch.randn(3, 4)
+        torch.addmm(c, torch.randn(3, 5), torch.randn(5, 4), beta=0.5, out=c)
+        d = torch.randn(2, 3, 4)
+        torch.baddbmm(d, torch.randn(2, 3, 5), torch.randn(2, 5, 4), out=d)
+        e = torch.randn(3)
+        torch.addmv(e, torch.randn(3, 5), torch.randn(5), out=e)
+        f = torch.randn(3, 4)
+        torch.addr(f, torch.randn(3), torch.randn(4), out=f.view(3, 4))
+        g = torch.randn(3, 4)
+        torch.addbmm(g, torch.randn(2, 3, 5), torch.randn(2, 5, 4), out=g)
+        """),
     # elementwise ops writing the very tensor they read, through overloads torch does not
     # tag pointwise (where.self_out, gt_.Tensor, floor_divide_, ...)
     ("elementwise out= and in-place forms without the pointwise tag", """

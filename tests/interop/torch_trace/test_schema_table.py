@@ -231,6 +231,41 @@ def test_elementwise(base):
         assert torch.equal(got[others], ref[others])      # only element j can change
 
 
+# ---- elementwise in one pair: out = beta * self + alpha * (a product) --------------------
+def _varied_self(run, shape):
+    """Changing element j of ``self`` changes element j of the result only."""
+    torch.manual_seed(0)
+    self_ = torch.randn(shape)
+    ref = run(self_.clone())
+    for j in range(self_.numel()):
+        changed = self_.clone()
+        changed.view(-1)[j] += 100.0
+        diff = (run(changed) != ref).reshape(-1).nonzero().reshape(-1).tolist()
+        assert diff == [j], (j, diff)
+
+
+ELEMENTWISE_ARGS = {
+    "addmm": ((3, 4), lambda s: torch.addmm(s, A34[0], A34[1], beta=0.5)),
+    "baddbmm": ((2, 3, 4), lambda s: torch.baddbmm(s, B234[0], B234[1], beta=0.5)),
+    "addbmm": ((3, 4), lambda s: torch.addbmm(s, B234[0], B234[1], beta=0.5)),
+    "addmv": ((3,), lambda s: torch.addmv(s, A34[0], A34[1][:, 0], beta=0.5)),
+    "addr": ((3, 4), lambda s: torch.addr(s, A34[0][:, 0], A34[1][0], beta=0.5)),
+    "_addmm_activation": ((3, 4), lambda s: aten._addmm_activation(s + 50, A34[0], A34[1])),
+}
+A34 = (torch.randn(3, 5), torch.randn(5, 4))
+B234 = (torch.randn(2, 3, 5), torch.randn(2, 5, 4))
+
+
+@pytest.mark.parametrize("base", sorted(S.ELEMENTWISE_ARGS))
+def test_elementwise_in_self_alone(base):
+    assert base in ELEMENTWISE_ARGS, f"no proof for ELEMENTWISE_ARGS entry {base!r}"
+    assert S.ELEMENTWISE_ARGS[base] == {"self"}
+    shape, run = ELEMENTWISE_ARGS[base]
+    _varied_self(run, shape)
+    op = getattr(aten, base)
+    assert any(S.spec_of(getattr(op, o)).elementwise_args == {"self"} for o in op.overloads())
+
+
 def test_foreach_ops_are_elementwise_per_position():
     a = [torch.arange(3.), torch.arange(2.)]
     b = [torch.ones(3), torch.ones(2)]

@@ -101,6 +101,12 @@ ELEMENTWISE = frozenset({
     "leaky_relu_backward", "softplus_backward", "hardsigmoid_backward", "hardswish_backward",
     "hardshrink_backward", "softshrink_backward", "log_sigmoid_backward",
 })
+# Ops elementwise in some (written, read) pairs only: ``out = beta * self + alpha * (a
+# product)`` reads element i of ``self`` for element i of the result alone (BLAS scales C in
+# place), so ``torch.addmm(c, a, b, out=c)`` is ``c.addmm_(a, b)``; the product's factors are
+# read whole. op -> the read arguments that pair elementwise with the written one.
+ELEMENTWISE_ARGS = {base: frozenset({"self"}) for base in (
+    "addmm", "baddbmm", "addbmm", "addmv", "addr", "_addmm_activation")}
 # List ops that are elementwise per list position (element k of each list pairs with element
 # k of the others); ``_foreach_`` ops not listed as reductions are too.
 FOREACH_PREFIXES = ("_foreach_", "_fused_adam", "_fused_adamw", "_fused_sgd", "_fused_adagrad",
@@ -144,6 +150,7 @@ class OpSpec:
     writes: bool         # writes some argument's data in place
     switch: int | None = None   # position of the flag that turns unannotated writes on
     tensors: tuple = ()  # (position, name, holds a list, mode) per tensor-holding argument
+    elementwise_args: frozenset = frozenset()   # read arguments elementwise with the written
 
     @property
     def any_fresh(self) -> bool:
@@ -220,7 +227,8 @@ def spec_of(func) -> OpSpec:
     return OpSpec(name, base, overload, tuple(args), accessed, returns, fresh, random,
                   takes_generator, base in UNINITIALIZED, base in DATA_DEPENDENT, view_only,
                   elementwise, foreach, base in RESIZING or any(a.is_out for a in args),
-                  any(a.mode in ("W", "RW") for a in args), switch, tensors)
+                  any(a.mode in ("W", "RW") for a in args), switch, tensors,
+                  ELEMENTWISE_ARGS.get(base, frozenset()))
 
 
 def all_aten_overloads():
