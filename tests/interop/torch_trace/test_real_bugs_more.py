@@ -440,6 +440,15 @@ CORRECT = [
         g = torch.randn(3, 4)
         torch.addbmm(g, torch.randn(2, 3, 5), torch.randn(2, 5, 4), out=g)
         """),
+    ("index_add, index_copy, scatter, scatter_add with out= their self", """
+        import torch
+        idx = torch.tensor([0, 2])
+        x = torch.randn(4, 3)
+        torch.index_add(x, 0, idx, torch.ones(2, 3), out=x)
+        torch.index_copy(x, 0, idx, torch.ones(2, 3), out=x)
+        torch.scatter(x, 0, torch.tensor([[0, 1, 2]]), torch.ones(1, 3), out=x)
+        torch.scatter_add(x, 0, torch.tensor([[0, 1, 2]]), torch.ones(1, 3), out=x.view(4, 3))
+        """),
     # elementwise ops writing the very tensor they read, through overloads torch does not
     # tag pointwise (where.self_out, gt_.Tensor, floor_divide_, ...)
     ("elementwise out= and in-place forms without the pointwise tag", """

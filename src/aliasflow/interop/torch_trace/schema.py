@@ -104,9 +104,12 @@ ELEMENTWISE = frozenset({
 # Ops elementwise in some (written, read) pairs only: ``out = beta * self + alpha * (a
 # product)`` reads element i of ``self`` for element i of the result alone (BLAS scales C in
 # place), so ``torch.addmm(c, a, b, out=c)`` is ``c.addmm_(a, b)``; the product's factors are
-# read whole. op -> the read arguments that pair elementwise with the written one.
+# read whole. The out= forms of the index/scatter ops start from a copy of ``self`` and
+# write some elements: ``torch.index_add(x, 0, i, s, out=x)`` is ``x.index_add_(0, i, s)``.
+# op -> the read arguments that pair elementwise with the written one.
 ELEMENTWISE_ARGS = {base: frozenset({"self"}) for base in (
-    "addmm", "baddbmm", "addbmm", "addmv", "addr", "_addmm_activation")}
+    "addmm", "baddbmm", "addbmm", "addmv", "addr", "_addmm_activation",
+    "index_add", "index_copy", "scatter", "scatter_add", "scatter_reduce", "index_reduce")}
 # List ops that are elementwise per list position (element k of each list pairs with element
 # k of the others); ``_foreach_`` ops not listed as reductions are too.
 FOREACH_PREFIXES = ("_foreach_", "_fused_adam", "_fused_adamw", "_fused_sgd", "_fused_adagrad",
