@@ -464,6 +464,8 @@ CORRECT = [
         n.gcd_(n)
         torch.ops.aten.threshold_backward.grad_input(y, x, 0., grad_input=y)
         torch.ops.aten.gelu.out(x, out=x)
+        torch.tril(x, out=x)
+        torch.triu(y, 1, out=y)
         """),
     ("repeated indices writing one value, and reductions over them", """
         import torch

@@ -100,6 +100,10 @@ ELEMENTWISE = frozenset({
     "gelu_backward", "threshold_backward", "elu_backward", "hardtanh_backward",
     "leaky_relu_backward", "softplus_backward", "hardsigmoid_backward", "hardswish_backward",
     "hardshrink_backward", "softshrink_backward", "log_sigmoid_backward",
+    "log_sigmoid_forward",
+    # not pointwise (the value depends on the position), but element i still reads element i
+    # alone: torch.tril(x, out=x) is x.tril_()
+    "tril", "triu",
 })
 # Ops elementwise in some (written, read) pairs only: ``out = beta * self + alpha * (a
 # product)`` reads element i of ``self`` for element i of the result alone (BLAS scales C in
