@@ -412,6 +412,20 @@ CORRECT = [
             z_gate_fwd.tanh_()
             f_gate_fwd.sigmoid_()
         """),
+    ("pytorch#97130 (a write through one full view, read through another, in a closure)", """
+        import torch
+        def forward():
+            a = torch.ones(2)
+            b = a.reshape(2)
+            c = a[0:2]
+            def subfunc():
+                b[0] = 2
+                if b.sum() >= -1e5:
+                    pass
+            subfunc()
+            return c
+        s = forward().sum()
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
