@@ -66,6 +66,18 @@ CASES = [
         y = torch.randn(4)
         x = x + y
         """),
+    ("pytorch#957", """
+        import torch
+        T = torch.Tensor([2]).expand(1, 3)
+        try:
+            T.mul_(2)
+        except RuntimeError:
+            pass
+        """, [("hazard", "self-overlap-write", 4, ["T"])], """
+        import torch
+        T = torch.Tensor([2]).repeat(1, 3)
+        T.mul_(2)
+        """),
     ("pytorch#22513", """
         import torch
         x = torch.rand(2, 5)
@@ -677,6 +689,7 @@ for _issue, _f in {
     "pytorch#63837": lambda: (lambda i: torch.scatter(i.clone(), 0, i[1:], i.clone()[1:],
                                                       out=i[:1]))(torch.tensor([0, 1, 2, 3])),
     "pytorch#23812": lambda: (lambda a: a[1:].sub_(a[:-1]))(torch.arange(20)),
+    "pytorch#957": lambda: torch.Tensor([2]).expand(1, 3).mul_(2),
     "pytorch#23063 (copy_ into an expanded tensor)": lambda: torch.empty(1).expand(10).copy_(
         torch.randn(10)),
     "torchaug#10 (grayscale expanded to 3 channels, then normalized in place)":
