@@ -353,6 +353,60 @@ CASES = [
         std = torch.tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
         out.sub_(mean).div_(std)
         """),
+    # x[idx] += v runs as a gather, the operator and one store: an index given twice gets v
+    # once, whatever the values (counting with += is the classic)
+    ("pytorch#3844", """
+        import torch
+        m = torch.tensor([[4, 4, 3, 0], [3, 4, 2, 3]])
+        p = torch.ones(2, 4, dtype=torch.long)
+        g = torch.LongTensor(5, 5).zero_()
+        g[p, m] += 1
+        """, [("wrong", "duplicate-index", 5, ["g"])], """
+        import torch
+        m = torch.tensor([[4, 4, 3, 0], [3, 4, 2, 3]])
+        p = torch.ones(2, 4, dtype=torch.long)
+        g = torch.LongTensor(5, 5).zero_()
+        g.index_put_((p, m), torch.tensor(1), accumulate=True)
+        """),
+    ("pytorch#42805", """
+        import torch
+        a = torch.zeros(4)
+        a[[1, 1, 2, 3]] += 1
+        """, [("wrong", "duplicate-index", 3, ["a"])], """
+        import torch
+        a = torch.zeros(4)
+        a.put_(torch.tensor([1, 1, 2, 3]), torch.ones(4), accumulate=True)
+        """),
+    ("pytorch#60846", """
+        import torch
+        a = torch.zeros((4, 6))
+        b = torch.tensor([1, 3, 5])
+        indices = [[0, 0, 1], [0, 0, 1]]
+        a[indices] += b
+        """, [("wrong", "duplicate-index", 5, ["a"])], """
+        import torch
+        a = torch.zeros((4, 6))
+        b = torch.tensor([1., 3, 5])
+        a.index_put_((torch.tensor([0, 0, 1]), torch.tensor([0, 0, 1])), b, accumulate=True)
+        """),
+    ("nn-zero-to-hero#57 (embedding gradient by +=, in a loop)", """
+        import torch
+        torch.manual_seed(0)
+        C = torch.randn(27, 10)
+        Xb = torch.tensor([[1, 1, 5], [0, 1, 2]])
+        demb = torch.randn(2, 3, 10)
+        dC = torch.zeros_like(C)
+        for k in range(Xb.shape[0]):
+            dC[Xb[k]] += demb[k]
+        """, [("wrong", "duplicate-index", 8, ["dC"])], """
+        import torch
+        torch.manual_seed(0)
+        C = torch.randn(27, 10)
+        Xb = torch.tensor([[1, 1, 5], [0, 1, 2]])
+        demb = torch.randn(2, 3, 10)
+        dC = torch.zeros_like(C)
+        dC.index_add_(0, Xb.view(-1), demb.view(-1, 10))
+        """),
     # the documented hazard of .data: autograd's version check does not see the write
     ("pytorch#6990", """
         import torch
@@ -474,6 +528,18 @@ CORRECT = [
         torch.index_copy(x, 0, idx, torch.ones(2, 3), out=x)
         torch.scatter(x, 0, torch.tensor([[0, 1, 2]]), torch.ones(1, 3), out=x)
         torch.scatter_add(x, 0, torch.tensor([[0, 1, 2]]), torch.ones(1, 3), out=x.view(4, 3))
+        """),
+    ("read-modify-writes through repeated indices that lose nothing", """
+        import torch
+        a = torch.randn(4)
+        idx = torch.tensor([1, 1, 2])
+        a[idx] = a[idx].clamp(min=0)
+        m = torch.tensor([1, 2, 4, 8])
+        m[idx] |= 1
+        m[idx] &= 6
+        a[idx] = 3.
+        b = torch.zeros(4)
+        b[idx] = a[idx] + 1
         """),
     # elementwise ops writing the very tensor they read, through overloads torch does not
     # tag pointwise (where.self_out, gt_.Tensor, floor_divide_, ...)
@@ -666,6 +732,50 @@ def _():
     expected = base[:, 1:] | base[:, :-1]
     base[:, 1:].bitwise_or_(base[:, :-1])
     return base[:, 1:], expected
+
+
+def _one_by_one(target, index, values):
+    """``target[i] += v`` for each index in turn: what ``target[index] += values`` means."""
+    out = target.clone()
+    for i, v in zip(index.tolist(), values.reshape(len(index), -1)):
+        out[i] += v.reshape(out[i].shape)
+    return out
+
+
+@oracle(WRONG, "pytorch#3844")
+def _():
+    m, p = torch.tensor([[4, 4, 3, 0], [3, 4, 2, 3]]), torch.ones(2, 4, dtype=torch.long)
+    g = torch.zeros(5, 5, dtype=torch.long)
+    flat = (p * 5 + m).reshape(-1)
+    expected = _one_by_one(g.view(-1), flat, torch.ones(8, dtype=torch.long)).view(5, 5)
+    g[p, m] += 1
+    return g, expected
+
+
+@oracle(WRONG, "pytorch#42805")
+def _():
+    a = torch.zeros(4)
+    expected = _one_by_one(a, torch.tensor([1, 1, 2, 3]), torch.ones(4))
+    a[[1, 1, 2, 3]] += 1
+    return a, expected
+
+
+@oracle(WRONG, "pytorch#60846")
+def _():
+    a, b = torch.zeros((4, 6)), torch.tensor([1., 3, 5])
+    expected = _one_by_one(a.view(-1), torch.tensor([0, 0, 7]), b).view(4, 6)
+    a[[[0, 0, 1], [0, 0, 1]]] += b
+    return a, expected
+
+
+@oracle(WRONG, "nn-zero-to-hero#57 (embedding gradient by +=, in a loop)")
+def _():
+    demb, Xb = torch.randn(2, 3, 10), torch.tensor([[1, 1, 5], [0, 1, 2]])
+    dC = torch.zeros(27, 10)
+    expected = _one_by_one(dC, Xb.view(-1), demb.view(-1, 10))
+    for k in range(2):
+        dC[Xb[k]] += demb[k]
+    return dC, expected
 
 
 def _refused(f):

@@ -8,7 +8,8 @@
 - ``self-overlap-write``: a written view maps several indices to one element. ``wrong`` when
   the re-run differed or copy semantics would give such an element different values;
   ``hazard`` otherwise, unless the op writes one value everywhere (``uniform``).
-- ``duplicate-index``: repeated indices written with different values (``wrong``).
+- ``duplicate-index``: repeated indices written with different values, or at all by the
+  store of ``x[idx] += v`` (an index given twice gets ``v`` once) (``wrong``).
 - ``stale-view`` (kind ``RAW``): a read through a view object made before a write by another
   op that changed some of its bytes through a view reaching beyond it (``first = x[:, :1]``,
   then ``x[..., :1] = ...``, then reading ``first``: the program may have expected a copy).

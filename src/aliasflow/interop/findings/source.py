@@ -128,6 +128,8 @@ class AssignText:
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
         ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
         ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+#: the symbol of each binary operator node type (``ast.Add`` -> ``"+"``)
+OPERATOR_SYMBOLS = _OPS
 
 
 @lru_cache(maxsize=4096)
