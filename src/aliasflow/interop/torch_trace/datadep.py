@@ -184,7 +184,8 @@ def _read_modify_write(spec, b: dict) -> bool:
         node = ast.parse(statement.value, mode="eval").body
     except SyntaxError:
         return False
-    return isinstance(node, ast.BinOp) and OPERATOR_SYMBOLS.get(type(node.op)) in _NOT_IDEMPOTENT and \
+    return isinstance(node, ast.BinOp) and \
+        OPERATOR_SYMBOLS.get(type(node.op)) in _NOT_IDEMPOTENT and \
         ast.get_source_segment(statement.value, node.left) == statement.target
 
 
