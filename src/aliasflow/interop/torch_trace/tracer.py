@@ -596,7 +596,8 @@ class Trace:
             for w in groups.get(gen.group, ()):
                 if w == j:
                     continue
-                if acc[0] == "R" and (spec.elementwise or spec.foreach) and \
+                if acc[0] == "R" and (spec.elementwise or spec.foreach or
+                                      spec.args[acc[1]].name in spec.elementwise_args) and \
                         _same_layout(accesses[w], acc) and (not spec.foreach or
                                                             accesses[w][2] == acc[2]):
                     continue
@@ -906,9 +907,10 @@ def _fast(spec):
     """What the compiled per-call path needs of ``spec``: ``(flags, tensors, fresh, number of
     returns, name)``, ``tensors`` as ``spec.tensors`` with each mode's code added; None where
     the op needs :meth:`Trace._call` whole (an unreadable schema, writes a flag turns on,
-    data-dependent writes, random draws, arguments it may move)."""
+    data-dependent writes, random draws, arguments it may move, an argument elementwise with
+    the written one alone)."""
     if spec is None or spec.switch is not None or spec.data_dependent or spec.random or \
-            spec.resizing:
+            spec.resizing or spec.elementwise_args:
         return None
     flags = (1 * spec.view_only | 2 * spec.writes | 4 * spec.elementwise | 8 * spec.foreach
              | 16 * (spec.base in _BIT_VIEWS) | 32 * spec.uninitialized | 64 * bool(spec.returns))
