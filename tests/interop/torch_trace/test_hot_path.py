@@ -217,6 +217,10 @@ def odd_cases():
         torch._foreach_mul_([p, q], [q, p])   # crossed: suspected
         torch._foreach_add([p, q], 1.0)       # a list of fresh results
         torch.stack([p, q]).unbind(0)         # a list of views
+        c = torch.ones(2, 2)
+        torch.addmm(c, torch.ones(2, 3), torch.ones(3, 2), out=c)   # self paired with out
+        torch.addmm(c, c, c)                  # (the same overload family, no write)
+        torch.index_add(p, 0, torch.tensor([0, 0, 1]), q, out=p)
     return program
 
 

@@ -905,18 +905,18 @@ def _spec(func):
 
 def _fast(spec):
     """What the compiled per-call path needs of ``spec``: ``(flags, tensors, fresh, number of
-    returns, name)``, ``tensors`` as ``spec.tensors`` with each mode's code added; None where
+    returns, name)``, ``tensors`` as ``spec.tensors`` with each mode's code and whether the
+    argument is read elementwise with the written one (``spec.elementwise_args``); None where
     the op needs :meth:`Trace._call` whole (an unreadable schema, writes a flag turns on,
-    data-dependent writes, random draws, arguments it may move, an argument elementwise with
-    the written one alone)."""
+    data-dependent writes, random draws, arguments it may move)."""
     if spec is None or spec.switch is not None or spec.data_dependent or spec.random or \
-            spec.resizing or spec.elementwise_args:
+            spec.resizing:
         return None
     flags = (1 * spec.view_only | 2 * spec.writes | 4 * spec.elementwise | 8 * spec.foreach
              | 16 * (spec.base in _BIT_VIEWS) | 32 * spec.uninitialized | 64 * bool(spec.returns))
     codes = {None: 0, "R": 1, "W": 2, "RW": 3}
-    tensors = tuple((pos, name, bool(is_list), mode, codes[mode])
-                    for pos, name, is_list, mode in spec.tensors)
+    tensors = tuple((pos, name, bool(is_list), mode, codes[mode],
+                     name in spec.elementwise_args) for pos, name, is_list, mode in spec.tensors)
     return (flags, tensors, tuple(bool(f) for f in spec.fresh), len(spec.returns), spec.name)
 
 

@@ -309,12 +309,13 @@ int may_overlap_internally(PyObject* sizes, PyObject* strides) {
 
 // ---- one call ---------------------------------------------------------------------------
 
-struct TensorArg {   // an entry of a fast form's tensors: (pos, name, is_list, mode, code)
-    Py_ssize_t pos;
-    PyObject* name;
+struct TensorArg {   // an entry of a fast form's tensors: (pos, name, is_list, mode, code,
+    Py_ssize_t pos;  // paired): paired, read elementwise with the written argument
+    PyObject* name;  // (addmm's self with out=self) though the op is not pointwise
     bool is_list;
     PyObject* mode;
     long code;
+    bool paired;
 };
 
 struct Call {
@@ -538,6 +539,19 @@ long mode_code(PyObject* mode) {
     return M_RW;
 }
 
+// Is access j's argument read elementwise with the written one (tracer.OpSpec's
+// elementwise_args)?
+bool paired(Call& c, Py_ssize_t j) {
+    Py_ssize_t pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(c.accesses, j), 1));
+    if (pos == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+    }
+    for (const TensorArg& a : c.tensors)
+        if (a.pos == pos) return a.paired;
+    return false;
+}
+
 // Trace._suspect's first half: could a written argument share memory with another argument
 // (outside the elementwise exemption) or overlap itself? 1: ask Trace._suspect; -1: error.
 int suspect(Call& c) {
@@ -560,7 +574,7 @@ int suspect(Call& c) {
         if (!has_gen[j] || code[j] == M_NONE) continue;
         for (Py_ssize_t w = 0; w < n; ++w) {
             if (!written[w] || w == j || group[w] != group[j]) continue;
-            if (code[j] == M_R && (c.flags & (F_ELEMENTWISE | F_FOREACH))) {
+            if (code[j] == M_R && ((c.flags & (F_ELEMENTWISE | F_FOREACH)) || paired(c, j))) {
                 PyObject* aw = PyList_GET_ITEM(c.accesses, w);
                 PyObject* aj = PyList_GET_ITEM(c.accesses, j);
                 bool same_k = true;
@@ -932,6 +946,7 @@ bool read_tensors(Call& c) {
         a.is_list = PyTuple_GET_ITEM(e, 2) == Py_True;
         a.mode = PyTuple_GET_ITEM(e, 3);
         a.code = PyLong_AsLong(PyTuple_GET_ITEM(e, 4));
+        a.paired = PyTuple_GET_ITEM(e, 5) == Py_True;
         if (PyErr_Occurred()) return false;
         c.tensors.push_back(a);
     }
@@ -949,7 +964,7 @@ bool fast_form_ok(PyObject* fast) {
         return false;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tensors); ++i) {
         PyObject* e = PyTuple_GET_ITEM(tensors, i);
-        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 5 ||
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 6 ||
             !PyLong_CheckExact(PyTuple_GET_ITEM(e, 0)) ||
             !PyUnicode_Check(PyTuple_GET_ITEM(e, 1)) || !PyLong_CheckExact(PyTuple_GET_ITEM(e, 4)))
             return false;
