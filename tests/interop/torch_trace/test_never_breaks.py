@@ -267,3 +267,21 @@ def test_a_failure_in_a_piece_the_compiled_path_calls_leaves_the_program_alone(m
     assert hits, f"the program never reached {piece}"
     assert len(got) == len(expected) and all(torch.equal(a, b) for a, b in zip(got, expected))
     assert original is not None and len(tr.torch.calls) > 10
+
+
+@pytest.mark.skipif(tracer._hot is None, reason="the compiled path is not built")
+@pytest.mark.parametrize("garbage", [["not", "a", "tuple"], (1, 2), None])
+def test_the_compiled_path_checks_what_capture_appends(monkeypatch, garbage):
+    """Trace._capture (Python) appends access tuples the compiled path then reads: anything
+    else is refused there with an error, never read blindly (which could crash the
+    interpreter), and the program goes on as untraced."""
+    def bad_capture(self, t, mode, pos, k, index, out, creating=False):
+        out.append(garbage)
+    monkeypatch.setattr(tracer.Trace, "_capture", bad_capture)
+    expected = compiled_program(torch.arange(8.))
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        with af.trace() as tr:
+            got = compiled_program(torch.arange(8.))
+    assert len(got) == len(expected) and all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert any(c.untracked for c in tr.torch.calls)

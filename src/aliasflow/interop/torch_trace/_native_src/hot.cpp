@@ -539,6 +539,20 @@ long mode_code(PyObject* mode) {
     return M_RW;
 }
 
+// Is every access a 10-tuple? (Trace._capture appends some of them: checked before they are
+// read without checks)
+bool accesses_ok(Call& c) {
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(c.accesses); ++j) {
+        PyObject* acc = PyList_GET_ITEM(c.accesses, j);
+        if (!PyTuple_CheckExact(acc) || PyTuple_GET_SIZE(acc) != 10) {
+            PyErr_Format(PyExc_TypeError, "access %zd is not a 10-tuple: %.100s", j,
+                         Py_TYPE(acc)->tp_name);
+            return false;
+        }
+    }
+    return true;
+}
+
 // Is access j's argument read elementwise with the written one (tracer.OpSpec's
 // elementwise_args)?
 bool paired(Call& c, Py_ssize_t j) {
@@ -555,6 +569,7 @@ bool paired(Call& c, Py_ssize_t j) {
 // Trace._suspect's first half: could a written argument share memory with another argument
 // (outside the elementwise exemption) or overlap itself? 1: ask Trace._suspect; -1: error.
 int suspect(Call& c) {
+    if (!accesses_ok(c)) return -1;
     Py_ssize_t n = PyList_GET_SIZE(c.accesses);
     std::vector<long long> group(n, 0);
     std::vector<long> code(n, M_NONE);
@@ -606,6 +621,7 @@ int suspect(Call& c) {
 
 // Did the op resize or move a written argument (Trace._moved's test)? 1: ask Trace._moved.
 int moved(Call& c) {
+    if (!accesses_ok(c)) return -1;
     Py_ssize_t n = PyList_GET_SIZE(c.accesses);
     for (Py_ssize_t j = 0; j < n; ++j) {
         PyObject* acc = PyList_GET_ITEM(c.accesses, j);
@@ -814,8 +830,9 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
     Ref gen;
     if (!base_v || odd) {
         if (!capture_py(c, t, s_W, -1, j, true)) return nullptr;
-        if (PyList_GET_SIZE(c.accesses) <= k) {
-            PyErr_SetString(PyExc_RuntimeError, "_capture appended no access");
+        if (PyList_GET_SIZE(c.accesses) <= k || !accesses_ok(c)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "_capture appended no access");
             return nullptr;
         }
         gen.p = Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(c.accesses, k), 3));
