@@ -248,3 +248,20 @@ def test_the_compiled_path_is_the_one_used():
     finally:
         tracer._CompiledMode.__torch_dispatch__ = original
     assert len(seen) == 2
+
+
+@needs_compiled
+def test_bad_arguments_are_refused_at_the_boundary():
+    HotPath = tracer._hot.HotPath
+    with pytest.raises(TypeError, match="HotPath takes 30 arguments, got 0"):
+        HotPath()
+    with pytest.raises(TypeError, match="calls must be a list, got NoneType"):
+        HotPath(*[None] * 30)
+    with pytest.raises(TypeError, match="positional arguments only"):
+        HotPath(values=True)
+    t = tracer.Trace()
+    hot = tracer._CompiledMode(t).hot
+    with pytest.raises(TypeError, match="takes 3 positional arguments"):
+        hot(1, 2)
+    with pytest.raises(TypeError, match="takes 3 positional arguments"):
+        hot(1, 2, 3, x=4)
