@@ -90,6 +90,31 @@ FOREACH_PREFIXES = ("_foreach_", "_fused_adam", "_fused_adamw", "_fused_sgd", "_
                     "_fused_rmsprop")
 FOREACH_NOT_ELEMENTWISE = frozenset({"_foreach_norm", "_foreach_max", "_foreach_copy_"})
 
+# torch.distributed's collectives (the ``c10d`` namespace DistributedDataParallel calls):
+# their schemas carry no alias annotation, although they write tensors in place and return
+# the very tensors (or lists) they were given. Schema name -> mode of each tensor argument;
+# no return of theirs is fresh. Arguments that hold lists of lists (``Tensor[][]``, in
+# allgather_, gather_, scatter_, reduce_scatter_, allgather_coalesced_) are not recorded:
+# those ops are untracked (see ``spec_of``).
+COLLECTIVES = {
+    "c10d::allreduce_": {"tensors": "RW", "sparse_indices": "R"},
+    "c10d::allreduce_coalesced_": {"tensors": "RW"},
+    "c10d::broadcast_": {"tensors": "RW"},    # the root's is read, every other one written
+    "c10d::reduce_": {"tensors": "RW"},
+    "c10d::_allgather_base_": {"output_tensor": "W", "input_tensor": "R"},
+    "c10d::_reduce_scatter_base_": {"output_tensor": "W", "input_tensor": "R"},
+    "c10d::allgather_into_tensor_coalesced_": {"outputs": "W", "inputs": "R"},
+    "c10d::reduce_scatter_tensor_coalesced_": {"outputs": "W", "inputs": "R"},
+    "c10d::alltoall_": {"output_tensors": "W", "input_tensors": "R"},
+    "c10d::alltoall_base_": {"output": "W", "input": "R"},
+    "c10d::send": {"tensors": "R"},
+    "c10d::recv_": {"tensors": "W"},
+    "c10d::recv_any_source_": {"tensors": "W"},
+    "c10d::barrier": {"tensor": None},
+    "c10d::monitored_barrier_": {"tensor": None},
+    "c10d::check_for_nan": {"tensor": "R"},
+}
+
 TENSOR, TENSOR_LIST, OTHER = "tensor", "list", "other"
 _TensorType, _OptionalType, _ListType = torch._C.TensorType, torch._C.OptionalType, \
     torch._C.ListType
@@ -148,6 +173,11 @@ def holds(type_) -> str:
     return OTHER
 
 
+def _nested_tensor_list(type_) -> bool:
+    """``Tensor[][]``: a list of lists of tensors (the tracer records one level of list)."""
+    return isinstance(type_, _ListType) and holds(type_.getElementType()) == TENSOR_LIST
+
+
 def _is_write(a) -> bool:
     info = a.alias_info
     return bool(info is not None and info.is_write)
@@ -159,12 +189,17 @@ def spec_of(func) -> OpSpec:
     base = schema.name.split("::")[-1]
     overload = schema.overload_name or "default"
     name = f"aten.{base}.{overload}" if schema.name.startswith("aten::") else str(func)
+    nested = [a.name for a in schema.arguments if _nested_tensor_list(a.type)]
+    if nested:
+        raise ValueError(f"its argument {nested[0]} is a list of lists of tensors, which "
+                         f"the tracer does not record")
+    collective = COLLECTIVES.get(schema.name)
     returns = tuple(holds(r.type) for r in schema.returns)
     # a return with a non-writing alias annotation (``Tensor(a)``, ``Tensor(a)[]``) is a view
     view_return = any(r.alias_info is not None and not r.alias_info.is_write
                       for r in schema.returns)
     fresh = tuple(h != OTHER and r.alias_info is None and base not in UNANNOTATED_VIEWS
-                  for h, r in zip(returns, schema.returns))
+                  and collective is None for h, r in zip(returns, schema.returns))
     args = []
     switch_name, unannotated = UNANNOTATED_WRITES.get(base, (None, ()))
     for k, a in enumerate(schema.arguments):
@@ -174,6 +209,8 @@ def spec_of(func) -> OpSpec:
         is_out = bool(is_write and a.kwarg_only)
         if kind == OTHER:
             mode = None
+        elif collective is not None:
+            mode = collective.get(a.name, "R")
         elif is_write:
             if base in METADATA_ONLY:
                 mode = None
