@@ -91,6 +91,12 @@ def seeded(make: Callable[[], Training]) -> Training:
     return make()
 
 
+# Ops whose result lies in a larger storage whose other bytes they leave uninitialised
+# (``F.mse_loss(a, b)`` returns its 0-dim mean in element 0 of an ``a.numel()``-element
+# storage): replay runs them twice and reports them nondeterministic, as it should.
+UNINITIALIZED_TAILS = frozenset({"aten.mse_loss.default"})
+
+
 class _EmptyMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
@@ -127,7 +133,8 @@ def check(make: Callable[[], Training], steps: int = 2, workers: int = 2):
     problems += [f"finding: {f.describe()}" for f in tr.findings()]
     if not any(c.untracked for c in tr.calls):
         report = tr.replay(workers=workers)
-        if not report.identical or report.nondeterministic:
+        odd = {n.split("#")[0] for n in report.nondeterministic} - UNINITIALIZED_TAILS
+        if not report.identical or odd:
             problems.append(f"replay: {report}")
         if report.compared_storages == 0:
             problems.append("replay compared no storage")
