@@ -94,3 +94,43 @@ def test_a_list_of_lists_of_tensors_is_untracked_with_its_reason():
     assert any("allgather_" in str(w.message) for w in caught)
     with pytest.raises(af.AliasflowError, match="allgather_"):
         tr.replay()
+
+
+def _views_of_a_flat_buffer():
+    flat = torch.arange(10.)
+    return flat, flat[:6].view(2, 3), flat[6:9]
+
+
+def test_views_of_a_buffer_a_collective_writes_are_not_stale():
+    """DDP(gradient_as_bucket_view=True) and ZeroRedundancyOptimizer(
+    parameters_as_bucket_view=True) hand out views of a flat buffer made once, which each
+    step's all-reduce or broadcast rewrites whole; reading them after is what they are for.
+    The same views rewritten by an ordinary op stay stale (the program may have expected
+    copies)."""
+    x = torch.randn(4, 2)
+    for publish, stale in ((lambda flat: dist.broadcast(flat, src=0), False),
+                           (lambda flat: flat.mul_(0.5), True)):
+        flat, w, b = _views_of_a_flat_buffer()
+        with af.trace() as tr:
+            for _ in range(2):
+                out = x @ w + b
+                publish(flat)
+        del out
+        assert [f.severity for f in tr.findings()] == (["stale-view"] * 2 if stale else [])
+
+
+def test_zero_redundancy_optimizer_with_bucket_views_is_quiet():
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
+    opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.1,
+                                  parameters_as_bucket_view=True)
+    with af.trace() as tr:
+        for _ in range(2):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert tr.findings() == [], [f.describe() for f in tr.findings()]
+    assert tr.replay(workers=2).identical

@@ -20,7 +20,7 @@ from zoo_vision import VISION  # noqa: E402
 ZOO = {**TEXT, **VISION, **IDIOMS, **RUNTIME}
 QUICK = ["qwen2_moe", "t5", "grad_scaler_float16", "ddp"]
 # the models whose test below says what is special about them
-SPECIAL = {"mobilenet_v3_small_channels_last", "sparse_embedding", "ddp_bucket_views"}
+SPECIAL = {"mobilenet_v3_small_channels_last", "sparse_embedding"}
 
 
 def _clean(name):
@@ -56,13 +56,6 @@ def test_sparse_gradients_are_untracked_with_their_reason():
     assert problems and all(p.startswith(("warning:", "untracked:")) for p in problems), \
         "\n".join(problems)
     assert all("sparse" in p for p in problems if p.startswith("untracked:"))
-
-
-@pytest.mark.xfail(strict=True, reason="stale-view on correct code: DDP's gradients are "
-                   "views of its buckets, made before each all-reduce writes the whole "
-                   "bucket, and read by the optimizer after it (by design)")
-def test_gradients_as_bucket_views_are_quiet():
-    _clean("ddp_bucket_views")
 
 
 # ---- the oracle sees what it must see -----------------------------------------------------

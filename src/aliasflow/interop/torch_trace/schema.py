@@ -152,6 +152,7 @@ class OpSpec:
     writes: bool         # writes some argument's data in place
     switch: int | None = None   # position of the flag that turns unannotated writes on
     tensors: tuple = ()  # (position, name, holds a list, mode) per tensor-holding argument
+    collective: bool = False    # one of COLLECTIVES (its writes publish a buffer's contents)
 
     @property
     def any_fresh(self) -> bool:
@@ -240,7 +241,8 @@ def spec_of(func) -> OpSpec:
     return OpSpec(name, base, overload, tuple(args), accessed, returns, fresh, random,
                   takes_generator, base in UNINITIALIZED, base in DATA_DEPENDENT, view_only,
                   elementwise, foreach, base in RESIZING or any(a.is_out for a in args),
-                  any(a.mode in ("W", "RW") for a in args), switch, tensors)
+                  any(a.mode in ("W", "RW") for a in args), switch, tensors,
+                  collective is not None)
 
 
 def all_aten_overloads():
