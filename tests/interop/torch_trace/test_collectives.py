@@ -134,3 +134,16 @@ def test_zero_redundancy_optimizer_with_bucket_views_is_quiet():
             opt.step()
     assert tr.findings() == [], [f.describe() for f in tr.findings()]
     assert tr.replay(workers=2).identical
+
+
+def test_wait_tensor_returns_its_argument():
+    """``_c10d_functional.wait_tensor`` (functional collectives, DTensor) returns the tensor
+    it was given; its schema says a new one."""
+    t = torch.arange(4.)
+    with af.trace() as tr:
+        u = torch.ops._c10d_functional.wait_tensor(t)
+        u.add_(1)
+        s = t.sum()
+    assert u is t and s.item() == 10.0
+    assert tr.findings() == [], [f.describe() for f in tr.findings()]
+    assert tr.replay().identical

@@ -47,7 +47,7 @@ NO_READ = frozenset({
     "is_neg", "is_inference", "_is_zerotensor", "output_nr", "data_ptr",
     "empty_strided", "_empty_affine_quantized", "resize_output",
     # views whose schema carries no alias annotation
-    "_unsafe_view",
+    "_unsafe_view", "wait_tensor",
 })
 # Arguments an op writes in place although its schema does not annotate them: op -> (the
 # boolean argument that turns the write on, or None for always; the written arguments).
@@ -55,9 +55,10 @@ UNANNOTATED_WRITES = {
     "native_batch_norm": ("training", ("running_mean", "running_var")),
     "batch_norm_update_stats": (None, ("running_mean", "running_var")),
 }
-# Returns that alias an argument although the schema does not say so.
+# Returns that alias an argument although the schema does not say so (``wait_tensor``, of
+# torch.distributed's functional collectives, returns the very tensor it waited for).
 UNANNOTATED_VIEWS = frozenset({"_unsafe_view", "unsafe_split", "unsafe_split_with_sizes",
-                               "unsafe_chunk"})
+                               "unsafe_chunk", "wait_tensor"})
 # Ops whose fresh outputs start with unspecified contents (replay copies the traced bytes);
 # a resize that moves a tensor onto new memory leaves the grown part unspecified.
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
