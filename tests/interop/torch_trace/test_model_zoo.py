@@ -6,11 +6,16 @@ foreach and fused forms. For each (``training.check``): two steps traced give th
 parameters, buffers, gradients and optimizer state of the same two steps untraced, bit for
 bit; no AliasflowTraceWarning and no untracked call; no finding; ``t.replay(workers=2)``
 identical. A quick sample runs in the normal suite, the whole zoo under ``-m slow``."""
+import os
+import subprocess
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from repo import ROOT  # noqa: E402
 from training import check  # noqa: E402
 from zoo_idioms import IDIOMS  # noqa: E402
 from zoo_runtime import RUNTIME  # noqa: E402
@@ -66,7 +71,9 @@ def _tracing() -> bool:
 
 
 def _sensitive(what):
-    """gpt-2-free MLP steps that misbehave only when traced, each in one way."""
+    """An MLP's training step with one defect: a loss that changes only when traced
+    ("result"), a write PyTorch's dispatcher never sees ("numpy"), an in-place copy between
+    overlapping views ("bug")."""
     from zoo_idioms import _data, _mlp
     from training import Training
 
@@ -100,3 +107,47 @@ def test_the_oracle_sees_a_changed_step(what, expected):
     _, problems = check(_sensitive(what))
     assert any(p.startswith(expected) and "TorchDispatchMode" not in p for p in problems), \
         problems
+
+
+# ---- the command line on a real training script ----------------------------------------------
+TRAIN_SCRIPT = """import sys
+import torch
+sys.modules.setdefault("torchvision", None)   # transformers' optional import: not needed
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+torch.manual_seed(0)
+model = Qwen2ForCausalLM(Qwen2Config(
+    hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, vocab_size=100, max_position_embeddings=64))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+ids = torch.randint(0, 100, (2, 12))
+for step in range(2):
+    loss = model(input_ids=ids, labels=ids).loss
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    print(f"step {step} loss {loss.item()!r}")
+print(f"checksum {sum(p.double().sum().item() for p in model.parameters())!r}")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.slow
+def test_the_command_line_on_a_training_script(tmp_path):
+    """``aliasflow trace train.py 3`` prints what ``python train.py 3`` prints (then its
+    report: no finding) and exits with the script's status."""
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+
+    def run(*command):
+        return subprocess.run([sys.executable, *command, script, "3"], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=600)
+    plain, traced = run(), run("-m", "aliasflow.cli", "trace")
+    assert plain.returncode == traced.returncode == 3, traced.stderr[-2000:]
+    lines = plain.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("step 0 loss")
+    assert traced.stdout.splitlines()[:3] == lines
+    assert "0 finding(s)" in traced.stdout
+    assert "AliasflowTraceWarning" not in traced.stderr and "untraced" not in traced.stderr
