@@ -105,9 +105,10 @@ class _EmptyMode(TorchDispatchMode):
 def check(make: Callable[[], Training], steps: int = 2, workers: int = 2):
     """Run ``steps`` steps of ``make()`` untraced and of a second ``make()`` traced (each
     seeded alike); return ``(trace, problems)``. Where the traced run differs, the steps
-    run a third time under an empty ``TorchDispatchMode``: a difference that run shows too
-    is PyTorch's (any dispatch mode makes ``at::isTensorSubclassLike`` true, and the
-    autograd engine then adds gradients out of place), and is named as such."""
+    run again untraced and under an empty ``TorchDispatchMode`` (see :func:`explain`): a
+    difference the latter shows too is PyTorch's (any dispatch mode makes
+    ``at::isTensorSubclassLike`` true, and the autograd engine then adds gradients out of
+    place), and is named as such."""
     plain = seeded(make)
     plain_losses = [plain.step() for _ in range(steps)]
     traced = seeded(make)
@@ -118,14 +119,9 @@ def check(make: Callable[[], Training], steps: int = 2, workers: int = 2):
     problems = [f"not a training step: {k}" for k in sanity(traced_losses, traced)]
     changed = differences(plain_losses, plain, traced_losses, traced)
     if changed:
-        moded = seeded(make)
-        with _EmptyMode():
-            moded_losses = [moded.step() for _ in range(steps)]
-        also = set(differences(plain_losses, plain, moded_losses, moded))
-        unlike = set(differences(moded_losses, moded, traced_losses, traced))
-        problems += [f"differs from the untraced run: {k}" +
-                     (" (as under an empty TorchDispatchMode)" if k in also and
-                      k not in unlike else "") for k in changed]
+        problems += [f"differs from the untraced run: {k}{why}"
+                     for k, why in explain(make, steps, plain_losses, plain, changed,
+                                           traced_losses, traced)]
     problems += [f"warning: {w.message}" for w in caught
                  if issubclass(w.category, AliasflowTraceWarning)]
     problems += sorted({f"untracked: {c.func}: {c.untracked}" for c in tr.calls
@@ -139,6 +135,23 @@ def check(make: Callable[[], Training], steps: int = 2, workers: int = 2):
         if report.compared_storages == 0:
             problems.append("replay compared no storage")
     return tr, problems
+
+
+def explain(make, steps, plain_losses, plain, changed, traced_losses, traced):
+    """Each difference with what else shows it: a second untraced run (the model is not
+    deterministic), or a run under an empty dispatch mode that matches the traced one."""
+    again = seeded(make)
+    again_losses = [again.step() for _ in range(steps)]
+    unstable = set(differences(plain_losses, plain, again_losses, again))
+    moded = seeded(make)
+    with _EmptyMode():
+        moded_losses = [moded.step() for _ in range(steps)]
+    also = set(differences(plain_losses, plain, moded_losses, moded))
+    unlike = set(differences(moded_losses, moded, traced_losses, traced))
+    for k in changed:
+        yield k, (" (between two untraced runs too)" if k in unstable else
+                  " (as under an empty TorchDispatchMode)" if k in also and k not in unlike
+                  else "")
 
 
 def sanity(losses, run: Training) -> list:

@@ -1,6 +1,8 @@
 """transformers' text models with tiny random configs (no downloads), one training step
-each: ``TEXT[name]() -> Training``. Optimizers, clipping, autocast and checkpointing vary
-from model to model so that the sweep meets each of them on real code."""
+each: ``TEXT[name]() -> Training`` (decoders of the Llama family, MoE, GPT variants, encoder-
+decoders, masked LMs, long-range and reversible attention, state-space and recurrent ones).
+Optimizers, clipping, autocast and checkpointing vary from model to model so that the sweep
+meets each of them on real code."""
 from __future__ import annotations
 
 import os
@@ -224,3 +226,74 @@ TEXT = {f.__name__: f for f in [
     mistral, qwen2, qwen2_moe, mixtral, gemma, gemma2, phi, phi3, llama_checkpointed,
     llama_autocast, gpt_neox, falcon, gpt_neo, gptj, bloom, mpt, opt, t5, bart, roberta,
     distilbert, albert, electra, deberta_v2, mamba]}
+
+
+# ---- more architectures: long-range attention, reversible layers, recurrences, MoE --------
+NO_KV = {k: v for k, v in DECODER.items() if k != "num_key_value_heads"}
+
+
+def _masked(config, model, **extra):
+    return lambda: lm(_hf(config, model, **extra), "adamw", labels="masked")
+
+
+def _causal(config, model, **extra):
+    return lambda: lm(_hf(config, model, **extra), "adamw")
+
+
+MORE_TEXT = {
+    # sliding-window attention through as_strided chunks
+    "longformer": _masked("LongformerConfig", "LongformerForMaskedLM", attention_window=4,
+                          pad_token_id=1, **{**ENCODER, "max_position_embeddings": 66}),
+    "bigbird": _masked("BigBirdConfig", "BigBirdForMaskedLM", block_size=2,
+                       num_random_blocks=1, **ENCODER),
+    # reversible layers (backward recomputes activations) and LSH attention; seeded hashing
+    # and no dropout, or two untraced runs already differ (it draws seeds by torch.seed())
+    "reformer": _causal("ReformerConfig", "ReformerModelWithLMHead", hidden_size=32,
+                        num_attention_heads=2, attention_head_size=8, feed_forward_size=32,
+                        vocab_size=VOCAB, attn_layers=["local", "lsh", "local", "lsh"],
+                        axial_pos_embds=False, max_position_embeddings=64,
+                        local_attn_chunk_length=4, lsh_attn_chunk_length=4, num_buckets=2,
+                        is_decoder=True, pad_token_id=0, eos_token_id=0, hash_seed=0,
+                        hidden_dropout_prob=0.0, local_attention_probs_dropout_prob=0.0,
+                        lsh_attention_probs_dropout_prob=0.0),
+    "xlnet": _causal("XLNetConfig", "XLNetLMHeadModel", vocab_size=VOCAB, d_model=32,
+                     n_layer=2, n_head=4, d_inner=64, pad_token_id=0, bos_token_id=1,
+                     eos_token_id=2),
+    "funnel": _masked("FunnelConfig", "FunnelForMaskedLM", vocab_size=VOCAB,
+                      block_sizes=[1, 1], d_model=32, n_head=4, d_head=8, d_inner=64),
+    "mobilebert": _masked("MobileBertConfig", "MobileBertForMaskedLM", embedding_size=16,
+                          intra_bottleneck_size=16, true_hidden_size=16,
+                          num_feedforward_networks=2, **ENCODER),
+    "fnet": _masked("FNetConfig", "FNetForMaskedLM", use_tpu_fourier_optimizations=False,
+                    **{k: v for k, v in ENCODER.items() if k != "num_attention_heads"}),
+    "convbert": _masked("ConvBertConfig", "ConvBertForMaskedLM", embedding_size=16,
+                        **ENCODER),
+    "deberta": _masked("DebertaConfig", "DebertaForMaskedLM", relative_attention=True,
+                       pos_att_type=["p2c", "c2p"], **ENCODER),
+    "gpt_bigcode": _causal("GPTBigCodeConfig", "GPTBigCodeForCausalLM", n_embd=32,
+                           n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64,
+                           multi_query=True, bos_token_id=0, eos_token_id=0),
+    "codegen": _causal("CodeGenConfig", "CodeGenForCausalLM", n_embd=32, n_layer=2,
+                       n_head=4, rotary_dim=4, vocab_size=VOCAB, n_positions=64, n_ctx=64,
+                       bos_token_id=0, eos_token_id=0),
+    "starcoder2": _causal("Starcoder2Config", "Starcoder2ForCausalLM", **DECODER),
+    "olmo": _causal("OlmoConfig", "OlmoForCausalLM", **DECODER),
+    "stablelm": _causal("StableLmConfig", "StableLmForCausalLM", **DECODER),
+    "cohere": _causal("CohereConfig", "CohereForCausalLM", **DECODER),
+    "persimmon": _causal("PersimmonConfig", "PersimmonForCausalLM", **NO_KV),
+    "rwkv": _causal("RwkvConfig", "RwkvForCausalLM", vocab_size=VOCAB, hidden_size=32,
+                    num_hidden_layers=2, attention_hidden_size=32, intermediate_size=64,
+                    context_length=64),
+    "recurrent_gemma": _causal("RecurrentGemmaConfig", "RecurrentGemmaForCausalLM",
+                               num_hidden_layers=3, vocab_size=VOCAB, hidden_size=32,
+                               intermediate_size=64, num_attention_heads=4,
+                               num_key_value_heads=2, lru_width=32, attention_window_size=8,
+                               conv1d_width=4, head_dim=8, pad_token_id=0, bos_token_id=0,
+                               eos_token_id=0,
+                               block_types=["recurrent", "recurrent", "attention"]),
+    "jamba": _causal("JambaConfig", "JambaForCausalLM", num_experts=2, num_experts_per_tok=1,
+                     expert_layer_period=2, expert_layer_offset=1, attn_layer_period=2,
+                     attn_layer_offset=1, mamba_d_state=4, mamba_d_conv=4, mamba_expand=2,
+                     **DECODER),
+}
+TEXT.update(MORE_TEXT)

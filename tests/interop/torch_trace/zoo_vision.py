@@ -1,7 +1,8 @@
 """Vision and audio models nobody here wrote, one training step each: torchvision's
-classification families (smallest member, small images, 10 classes), two segmentation
-models, and transformers' ViT, DeiT, Swin, ConvNeXt, CLIP, Whisper and wav2vec2 with tiny
-random configs. ``VISION[name]() -> Training``."""
+classification families (a small member of each, small images, 10 classes; some in
+channels-last memory or under bfloat16 autocast), LR-ASPP segmentation, and transformers'
+ViT, DeiT, Swin, ConvNeXt, BEiT, DINOv2, SegFormer, MobileViT, LeViT, CLIP, Whisper and
+wav2vec2 with tiny random configs. ``VISION[name]() -> Training``."""
 from __future__ import annotations
 
 import torch
@@ -71,9 +72,6 @@ TORCHVISION = {
     "googlenet": lambda: classify(tv.googlenet(num_classes=CLASSES, aux_logits=True,
                                                init_weights=True), "sgd_nesterov", size=64,
                                   output=_aux),
-    "inception_v3": lambda: classify(tv.inception_v3(num_classes=CLASSES, aux_logits=False,
-                                                     init_weights=True), "adam_fused",
-                                     size=96),
     "maxvit": lambda: classify(_maxvit(), "adamw"),
     "mnasnet0_5": lambda: classify(tv.mnasnet0_5(num_classes=CLASSES), "sgd_fused"),
     "mobilenet_v2_autocast": lambda: classify(tv.mobilenet_v2(num_classes=CLASSES),
@@ -87,7 +85,6 @@ TORCHVISION = {
     "regnet_x_400mf": lambda: classify(tv.regnet_x_400mf(num_classes=CLASSES), "adamw"),
     "regnet_y_400mf_channels_last": lambda: classify(
         tv.regnet_y_400mf(num_classes=CLASSES), "adamw_fused", channels_last=True),
-    "resnet50": lambda: classify(tv.resnet50(num_classes=CLASSES), "sgd_nesterov"),
     "resnext50_autocast_channels_last": lambda: classify(
         tv.resnext50_32x4d(num_classes=CLASSES), "sgd_fused", autocast=True,
         channels_last=True),
@@ -102,8 +99,8 @@ TORCHVISION = {
 
 
 def segment(model, optimizer="adamw"):
-    x = torch.randn(2, 3, 64, 64)
-    y = torch.randint(0, 3, (2, 64, 64))
+    x = torch.randn(2, 3, 32, 32)
+    y = torch.randint(0, 3, (2, 32, 32))
     opt = OPTIMIZERS[optimizer](model.parameters())
     model.train()
     return Training(model, opt, step_of(
@@ -113,8 +110,6 @@ def segment(model, optimizer="adamw"):
 SEGMENTATION = {
     "lraspp_mobilenet_v3": lambda: segment(tv.segmentation.lraspp_mobilenet_v3_large(
         weights_backbone=None, num_classes=3)),
-    "deeplabv3_mobilenet_v3": lambda: segment(tv.segmentation.deeplabv3_mobilenet_v3_large(
-        weights_backbone=None, num_classes=3, aux_loss=False), "sgd_nesterov"),
 }
 
 
@@ -191,6 +186,23 @@ HF_VISION_AUDIO = {
     "hf_clip": clip,
     "hf_whisper": whisper,
     "hf_wav2vec2": wav2vec2,
+    "hf_beit": lambda: hf_image("BeitConfig", "BeitForImageClassification",
+                                use_relative_position_bias=True, **VIT),
+    "hf_dinov2": lambda: hf_image("Dinov2Config", "Dinov2ForImageClassification", **VIT),
+    "hf_segformer": lambda: hf_image(
+        "SegformerConfig", "SegformerForImageClassification", num_encoder_blocks=2,
+        depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32], patch_sizes=[7, 3],
+        strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2],
+        decoder_hidden_size=32),
+    "hf_mobilevit": lambda: hf_image(
+        "MobileViTConfig", "MobileViTForImageClassification", image_size=32, patch_size=2,
+        hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 24, 32],
+        num_attention_heads=2),
+    "hf_levit": lambda: hf_image(
+        "LevitConfig", "LevitForImageClassification", size=64, image_size=64,
+        hidden_sizes=[16, 24, 32], num_attention_heads=[1, 2, 2], depths=[1, 1, 1],
+        key_dim=[8, 8, 8],
+        down_ops=[["Subsample", 8, 1, 4, 2, 2], ["Subsample", 8, 2, 4, 2, 2]]),
 }
 
 VISION = {**TORCHVISION, **SEGMENTATION, **HF_VISION_AUDIO}
