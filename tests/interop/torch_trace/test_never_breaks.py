@@ -205,4 +205,26 @@ def test_calls_on_other_threads_do_not_vanish_without_a_word():
             y = torch.ones(2) + 1
     assert out[0].tolist() == [2.0, 2.0, 2.0] and y.tolist() == [2.0, 2.0]
     assert tr.threads_started == 1 and tr.to_json()["threads_started"] == 1
+    assert tr.calls_on_other_threads == 2 == tr.to_json()["calls_on_other_threads"]  # ones, mul
     assert threading.Thread.start is tracer._THREAD_START     # restored
+
+
+def test_threads_without_aten_calls_are_not_a_warning():
+    """A DataLoader with worker processes starts queue feeder threads that only pickle: the
+    trace loses nothing there, so it says nothing (the batches arrive in shared memory the
+    trace reads when the program uses them)."""
+    import threading
+    import warnings
+    ds = torch.utils.data.TensorDataset(torch.arange(16.).reshape(8, 2))
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AliasflowTraceWarning)
+        with af.trace() as tr:
+            sums = [batch.sum() for (batch,) in loader]
+            quiet = threading.Thread(target=lambda: sum(range(10)))
+            quiet.start()
+            quiet.join()
+    assert [s.item() for s in sums] == [28.0, 92.0]
+    assert tr.threads_started >= 3 and tr.calls_on_other_threads == 0
+    assert not [w for w in caught if issubclass(w.category, AliasflowTraceWarning)]
+    assert tr.findings() == [] and tr.replay().identical

@@ -1,5 +1,5 @@
 """Machinery around a model, from PyTorch's own library code: DistributedDataParallel (one
-gloo process; gradients as views of its buckets), torch.func per-sample gradients (vmap
+gloo process; gradients as views of its buckets), a DataLoader with worker processes, torch.func per-sample gradients (vmap
 over grad), quantization-aware training (fake-quantize ops updating observer buffers),
 a complex-valued spectral layer (FFT, view_as_real), torch.compile with the eager
 backend, and a sparse embedding with SparseAdam. ``RUNTIME[name]() -> Training``."""
@@ -114,5 +114,26 @@ def sparse_embedding():
     return Training(model, dense, step)
 
 
-RUNTIME = {f.__name__: f for f in [ddp, ddp_bucket_views, per_sample_grads, qat, fourier_operator,
+def data_loader_workers():
+    """Batches from two worker processes (shared memory the trace first sees when read),
+    an epoch per step."""
+    model = _mlp(inplace=False)
+    data = torch.utils.data.TensorDataset(torch.randn(16, 8), torch.randint(0, 4, (16,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True, num_workers=2,
+                                         generator=torch.Generator().manual_seed(0))
+    opt = OPTIMIZERS["adamw"](model.parameters())
+
+    def step():
+        total = torch.zeros(())
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total = total + loss.detach()
+        return total
+    return Training(model, opt, step)
+
+
+RUNTIME = {f.__name__: f for f in [ddp, ddp_bucket_views, data_loader_workers, per_sample_grads, qat, fourier_operator,
                                    compiled_eager, sparse_embedding]}

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import threading
 import warnings
 import weakref
 
@@ -30,6 +29,8 @@ from .frames import USER_CODE as _USER, is_user_code as _is_user_code, user_fram
 from .memory import NO_ALIASES, StorageGen, may_overlap_internally, same_layout as _same_layout
 from .schema import TENSOR, spec_of
 from .streams import StreamLog
+from .threads import THREAD_START as _THREAD_START, unwatch_threads as _unwatch_threads, \
+    watch_threads as _watch_threads
 
 _PAGE = 20   # generations are indexed by the 1 MiB pages they touch
 _PRUNE_AT = 64   # a page's list longer than this is cleared of dead generations when read
@@ -162,6 +163,7 @@ class Trace:
         self._derived = None
         self.seq_at_start = None  # autograd's sequence number when tracing began
         self.threads_started = 0  # threads the program started while tracing (not traced)
+        self.calls_on_other_threads = 0   # aten calls those threads made while tracing
         self._bits_seen = False   # a neg view of a real tensor was made: read every one's bits
         self.names = None
         self.running = False
@@ -199,11 +201,12 @@ class Trace:
             self._finish()
         except Exception as err:  # noqa: BLE001 - never turn the program's exit into ours
             self._warn("end of trace", _text(err))
-        if self.threads_started:
+        if self.calls_on_other_threads:
             self._warn("calls on other threads",
-                       f"the program started {self.threads_started} thread(s) while tracing; "
-                       f"a dispatch mode sees only its own thread, so their aten calls are "
-                       f"not in the trace")
+                       f"{self.calls_on_other_threads} aten call(s) were made on the "
+                       f"{self.threads_started} thread(s) the program started while tracing; "
+                       f"a dispatch mode sees only its own thread, so they are not in the "
+                       f"trace")
         self._derived = None
         return False
 
@@ -811,30 +814,6 @@ class Trace:
         """Jupyter shows a trace as a table of its findings."""
         from ...reporting.html import trace_html
         return trace_html(self)
-
-
-_WATCHING: list = []      # traces running now, told about every thread started
-_THREAD_START = threading.Thread.start
-
-
-def _counting_start(self, *args, **kwargs):
-    for t in list(_WATCHING):
-        t.threads_started += 1
-    return _THREAD_START(self, *args, **kwargs)
-
-
-def _watch_threads(trace) -> None:
-    """Count the threads the program starts while ``trace`` runs (their calls are not seen:
-    a dispatch mode is per thread); starting a thread is otherwise unchanged."""
-    _WATCHING.append(trace)
-    threading.Thread.start = _counting_start
-
-
-def _unwatch_threads(trace) -> None:
-    if trace in _WATCHING:
-        _WATCHING.remove(trace)
-    if not _WATCHING:
-        threading.Thread.start = _THREAD_START
 
 
 def _spec(func):
