@@ -228,3 +228,36 @@ def test_threads_without_aten_calls_are_not_a_warning():
     assert tr.threads_started >= 3 and tr.calls_on_other_threads == 0
     assert not [w for w in caught if issubclass(w.category, AliasflowTraceWarning)]
     assert tr.findings() == [] and tr.replay().identical
+
+
+
+class _WhatWorkersSee(torch.utils.data.Dataset):
+    """Each item: is an aliasflow dispatch mode active where it is made, is the GC on, is
+    the NumPy tracer recording."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        import gc
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        mode = _get_current_dispatch_mode()
+        traced = mode is not None and type(mode).__module__.startswith("aliasflow")
+        from aliasflow.interop.numpy_trace import runtime
+        return torch.tensor([float(traced), float(gc.isenabled()),
+                             float(runtime._recorder is not None)])
+
+
+def test_a_forked_worker_is_not_traced():
+    """DataLoader's worker processes are forked from the tracing thread: the trace stops in
+    them (no recording for nobody, the GC on again; the NumPy side too), and goes on in the
+    parent."""
+    import gc
+    loader = torch.utils.data.DataLoader(_WhatWorkersSee(), batch_size=2, num_workers=2,
+                                         multiprocessing_context="fork")
+    with af.trace() as tr:
+        seen = torch.cat([batch for batch in loader])
+        after = torch.ones(2) * 3
+    assert seen.tolist() == [[0.0, 1.0, 0.0]] * 4
+    assert gc.isenabled() and after.tolist() == [3.0, 3.0]
+    assert any(str(c.func) == "aten.mul.Tensor" for c in tr.calls)

@@ -1,13 +1,15 @@
-"""The threads a program starts while a trace runs.
+"""The threads and processes a program starts while a trace runs.
 
 A dispatch mode is per thread: the trace does not see aten calls made on other threads. Each
 thread started while a trace runs therefore runs under a counting mode (it counts the calls
 and forwards each unchanged), so that the trace can say how many calls it did not see, and
 says nothing about threads that make none (a multiprocessing queue's feeder threads, which
-``DataLoader(num_workers=...)`` starts, only pickle).
+``DataLoader(num_workers=...)`` starts, only pickle). A child process forked while tracing
+(DataLoader's workers) inherits the forking thread's dispatch mode: the traces stop there.
 """
 from __future__ import annotations
 
+import os
 import threading
 
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -60,3 +62,17 @@ def unwatch_threads(trace) -> None:
         WATCHING.remove(trace)
     if not WATCHING:
         threading.Thread.start = THREAD_START
+
+
+def _in_forked_child() -> None:
+    for trace in list(WATCHING):
+        try:
+            trace._forked()
+        except Exception:  # noqa: BLE001 - never break the child
+            pass
+    WATCHING.clear()
+    threading.Thread.start = THREAD_START
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_in_forked_child)

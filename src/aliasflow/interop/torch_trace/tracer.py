@@ -19,7 +19,8 @@ import warnings
 import weakref
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, \
+    _get_current_dispatch_mode as _current_mode
 
 from ...core.errors import AliasflowError
 from . import datadep
@@ -209,6 +210,20 @@ class Trace:
                        f"trace")
         self._derived = None
         return False
+
+    def _forked(self):
+        """In a child process forked while tracing (a DataLoader worker): stop there. The
+        child inherited the forking thread's dispatch mode and the paused GC; its calls are
+        another process's, which this trace (the parent's) never sees."""
+        if self._mode is not None and _current_mode() is self._mode:
+            self._mode.__exit__(None, None, None)
+        self._mode = None
+        self.running = False
+        self._streams.stop()
+        if self.names is not None:
+            self.names.stop()
+        if self.pause_gc and self._gc_was_enabled:
+            gc.enable()
 
     # ---- streams (see streams.py) ---------------------------------------------------------
     def stream(self, name: str):
