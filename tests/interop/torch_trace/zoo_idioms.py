@@ -4,7 +4,8 @@ float16 autocast, an EMA of the weights, learning-rate schedules, gradient accum
 micro-batches, in-place activations and dropout, Embedding(max_norm) renormalising its
 weight in place during forward, spectral and weight norm, pruning masks, packed sequences,
 nn.Transformer, a gradient penalty (double backward), LBFGS, a custom autograd Function
-that marks its input dirty, a gradient hook. ``IDIOMS[name]() -> Training``."""
+that marks its input dirty, a gradient hook, anomaly detection, bfloat16 weights, module
+hooks, optimizer steps inside backward. ``IDIOMS[name]() -> Training``."""
 from __future__ import annotations
 
 import torch
@@ -240,7 +241,51 @@ def custom_function_dirty():
     return _classify(Dirty(), *_data(), "nadam", clip="value")
 
 
+def anomaly_detection():
+    run = _classify(_mlp(), *_data(), "adamw")
+
+    def step():
+        with torch.autograd.detect_anomaly(check_nan=True):
+            return run.step()
+    return Training(run.model, run.optimizer, step)
+
+
+def bfloat16_weights():
+    x, y = _data()
+    return _classify(_mlp(inplace=False).to(torch.bfloat16), x.to(torch.bfloat16), y,
+                     "adamw_fused")
+
+
+def module_hooks():
+    """A forward hook that edits the output in place, full backward (pre-)hooks."""
+    model = _mlp(inplace=False)
+    model[0].register_forward_hook(lambda mod, args, out: out.mul_(0.5))
+    model[2].register_full_backward_hook(lambda mod, grad_in, grad_out: (grad_in[0] * 0.9,))
+    model[1].register_full_backward_pre_hook(lambda mod, grad_out: None)
+    return _classify(model, *_data(), "adamw")
+
+
+def optimizer_in_backward():
+    """Each parameter stepped by its own optimizer from a post-accumulate-grad hook, while
+    backward goes on (PyTorch's memory-saving recipe)."""
+    model, (x, y) = _mlp(inplace=False), _data()
+    opts = {p: torch.optim.Adam([p], lr=1e-3) for p in model.parameters()}
+
+    def hook(p):
+        opts[p].step()
+        opts[p].zero_grad()
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(hook)
+
+    def step():
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss.detach()
+    return Training(model, None, step)
+
+
 IDIOMS = {f.__name__: f for f in [
     checkpoint_reentrant, checkpoint_non_reentrant, grad_scaler_float16, ema_and_one_cycle,
     accumulate_micro_batches, embedding_max_norm, spectral_and_weight_norm, pruned,
-    packed_gru, transformer, gradient_penalty, lbfgs, custom_function_dirty]}
+    packed_gru, transformer, gradient_penalty, lbfgs, custom_function_dirty,
+    anomaly_detection, bfloat16_weights, module_hooks, optimizer_in_backward]}
