@@ -1,14 +1,14 @@
 """Build of the compiled core (the rest of the metadata is in pyproject.toml).
 
-Five hand-written CPython C-API modules in C++17, each beside the pure-Python reference it
+Six hand-written CPython C-API modules in C++17, each beside the pure-Python reference it
 must agree with: ``aliasflow.solver._native`` (exact overlap), ``aliasflow.analysis._walker``
 (the dependency walk; it compiles the solver's header too),
 ``aliasflow.execution._ready`` (the parallel runner's ready queue),
-``aliasflow.interop.numpy_trace._fastpath`` (the NumPy tracer's per-operation layouts) and
-``aliasflow.interop.torch_trace._frames`` (the PyTorch tracer's search for the user's frame).
-A hand-written module is
-the cheapest route to build (one compiler call, nothing but setuptools at build time) and to
-call (~30 ns per call). ``pip install .`` and ``pip install -e .`` compile them; for
+``aliasflow.interop.numpy_trace._fastpath`` (the NumPy tracer's per-operation layouts),
+``aliasflow.interop.torch_trace._frames`` (the PyTorch tracer's search for the user's frame)
+and ``aliasflow.interop.torch_trace._hot`` (the PyTorch tracer's per-call path, beside
+``Trace._call``). A hand-written module is the cheapest route to build (one compiler call,
+nothing but setuptools at build time) and to call (no binding layer between Python and it). ``pip install .`` and ``pip install -e .`` compile them; for
 development: ``python setup.py build_ext --inplace``. ``AF_NATIVE_SANITIZE=1`` builds them
 with AddressSanitizer and UBSan (see fuzz/README.md).
 """
@@ -91,6 +91,8 @@ setup(
         extension("aliasflow.interop.numpy_trace._fastpath", f"{NPTRACE}/fastpath.cpp",
                   [f"{COMMON}/boundary.hpp"], numpy_headers()),
         extension("aliasflow.interop.torch_trace._frames", f"{TTRACE}/frames.cpp",
+                  [f"{COMMON}/boundary.hpp"]),
+        extension("aliasflow.interop.torch_trace._hot", f"{TTRACE}/hot.cpp",
                   [f"{COMMON}/boundary.hpp"]),
     ],
 )

@@ -138,3 +138,40 @@ def test_every_class_has_a_hint():
             [("stale-view", "RAW")] + [("order", k) for k in KINDS[3:]]:
         assert HINTS[(severity, kind)], (severity, kind)
     assert SEVERITIES == ("wrong", "hazard", "stale-view", "order")
+
+
+def _run(tmp_path, code):
+    path = tmp_path / "prog.py"
+    path.write_text(textwrap.dedent(code).lstrip("\n"))
+    with af.trace() as tr:
+        runpy.run_path(str(path), run_name="__main__")
+    return tr
+
+
+def test_two_statements_on_one_line_are_not_named_from_each_other(tmp_path):
+    """``a(); b()``: a line number cannot say which statement an op ran from, so neither
+    call's text names the other's tensors (the frame's variables do); both are reported."""
+    tr = _run(tmp_path, """
+        import torch
+        a = torch.randn(4, 4)
+        b = torch.randn(4, 4)
+        torch.mm(a, a, out=a); torch.mm(b, b, out=b)
+        """)
+    assert sorted(f.names[0] for f in tr.findings()) == ["a", "b"]
+    assert all(f.occurrences == 1 for f in tr.findings())
+
+
+def test_a_chain_of_in_place_calls_names_the_receiver_it_returns(tmp_path):
+    """``A.sub_(m).div_(m)``: ``div_`` writes ``A`` (``sub_`` returns its receiver), so both
+    ops' finding is one, about ``A``; a view-changing in-place call is not looked through."""
+    tr = _run(tmp_path, """
+        import torch
+        A = torch.randn(3, 3)
+        A.sub_(A[:, 0:1]).div_(A[:, 0:1])
+        """)
+    (f,) = tr.findings()
+    assert f.names == ["A", "A[:, 0:1]"] and f.occurrences == 2
+    from aliasflow.interop.torch_trace.names import _returned_self
+    assert _returned_self("x.as_strided((3, 2), (1, 1)).mul_(2)") == \
+        "x.as_strided((3, 2), (1, 1))"
+    assert _returned_self("w.t_()") == "w.t_()" and _returned_self("a[0]") == "a[0]"

@@ -14,6 +14,12 @@ import aliasflow as af  # noqa: E402
 from aliasflow.interop.torch_trace import AliasflowTraceWarning, tracer  # noqa: E402
 
 
+def reference_path(monkeypatch):
+    """Trace through Trace._call (the pure-Python reference): the tests that break one of its
+    methods need every call to go through them, which the compiled path does not."""
+    monkeypatch.setattr(tracer, "_hot", None)
+
+
 def program():
     x = torch.arange(6.)
     y = x * 2
@@ -24,6 +30,7 @@ def program():
 
 @pytest.mark.parametrize("where", ["_before", "_after", "_suspect", "_fresh", "spec_of"])
 def test_a_failure_inside_the_tracer_leaves_the_program_alone(monkeypatch, where):
+    reference_path(monkeypatch)
     expected = program()
     if where == "spec_of":   # the schema reader fails on add_ (specs are made once: forget them)
         original = tracer.spec_of
@@ -65,6 +72,7 @@ def test_a_failure_inside_the_tracer_leaves_the_program_alone(monkeypatch, where
 
 
 def test_a_failure_reading_an_argument_leaves_the_program_alone(monkeypatch):
+    reference_path(monkeypatch)
     x = torch.arange(6.)   # made before the trace: first seen as an argument (_capture)
 
     def broken(self, *args, **kwargs):
@@ -81,6 +89,7 @@ def test_a_failure_reading_an_argument_leaves_the_program_alone(monkeypatch):
 
 
 def test_warnings_as_errors_do_not_reach_the_program(monkeypatch):
+    reference_path(monkeypatch)
     monkeypatch.setattr(tracer.Trace, "_before",
                         lambda self, *a, **k: (_ for _ in ()).throw(ValueError("bug")))
     with warnings.catch_warnings():
@@ -113,6 +122,7 @@ def test_the_programs_exceptions_are_its_own():
 
 
 def test_the_op_runs_once_when_the_tracer_fails_after_it(monkeypatch):
+    reference_path(monkeypatch)
     monkeypatch.setattr(tracer.Trace, "_after",
                         lambda self, *a, **k: (_ for _ in ()).throw(ValueError("bug")))
     x = torch.zeros(3)
@@ -230,7 +240,6 @@ def test_threads_without_aten_calls_are_not_a_warning():
     assert tr.findings() == [] and tr.replay().identical
 
 
-
 class _WhatWorkersSee(torch.utils.data.Dataset):
     """Each item: is an aliasflow dispatch mode active where it is made, is the GC on, is
     the NumPy tracer recording."""
@@ -261,3 +270,54 @@ def test_a_forked_worker_is_not_traced():
     assert seen.tolist() == [[0.0, 1.0, 0.0]] * 4
     assert gc.isenabled() and after.tolist() == [3.0, 3.0]
     assert any(str(c.func) == "aten.mul.Tensor" for c in tr.calls)
+
+
+def compiled_program(base):
+    """Each step reaches one of the Python pieces the compiled path calls."""
+    torch.manual_seed(0)
+    y = base * 2                                  # a fresh result (StorageGen)
+    y.add_(y)                                     # a read like the write (_same_layout)
+    base.add_(1)                                  # a storage first seen (StorageGen, _capture)
+    shared = torch.from_numpy(base.numpy()[2:5])  # memory a live storage has (_expired)
+    shared.mul_(2)
+    m = torch.ones(3, 3)
+    m.addmm_(m, m)                                # in-place fed itself (_suspect)
+    hist, edges = torch.histogramdd(torch.rand(10, 2), bins=3)   # a list in a tuple (_results)
+    z = torch.ones(2, dtype=torch.complex64)
+    z.mul_(2)                                     # an odd dtype (_capture)
+    return [y, base, m, hist, *edges, z]
+
+
+BROKEN_PIECES = ["_storage_address", "StorageGen", "_same_layout", "_expired", "Trace._capture",
+                 "Trace._suspect", "Trace._results", "Trace._after"]
+
+
+@pytest.mark.skipif(tracer._hot is None, reason="the compiled path is not built")
+@pytest.mark.parametrize("piece", BROKEN_PIECES)
+def test_a_failure_in_a_piece_the_compiled_path_calls_leaves_the_program_alone(monkeypatch,
+                                                                                piece):
+    expected = compiled_program(torch.arange(8.))
+    owner, name = (tracer.Trace, piece[6:]) if piece.startswith("Trace.") else (tracer, piece)
+    original = getattr(owner, name)
+    hits = []
+
+    def broken(*args, **kwargs):
+        hits.append(name)
+        raise ValueError("tracer bug")
+    if name == "StorageGen":   # (the compiled path takes a type)
+        class BrokenGen(original):
+            __slots__ = ()
+
+            def __init__(self, *args, **kwargs):
+                broken()
+        monkeypatch.setattr(owner, name, BrokenGen)
+    else:
+        monkeypatch.setattr(owner, name, broken if owner is tracer else
+                            lambda self, *a, **k: broken())
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        with af.trace() as tr:
+            got = compiled_program(torch.arange(8.))
+    assert hits, f"the program never reached {piece}"
+    assert len(got) == len(expected) and all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert original is not None and len(tr.torch.calls) > 10

@@ -172,6 +172,54 @@ ELEMENTWISE = {
     "masked_fill": lambda x: x.masked_fill(torch.tensor([1, 0, 1, 0]).bool(), 9.),
     "lift_fresh_copy": lambda x: aten.lift_fresh_copy(x),
     "alias_copy": lambda x: aten.alias_copy(x),
+    # pointwise ops whose in-place/out= overloads (or whole family) torch leaves untagged;
+    # a second argument built from x elementwise pairs element j with element j
+    "where": lambda x: torch.where(x > 1.5, x, -x),
+    "floor_divide": lambda x: torch.floor_divide(x, x + 1), "floor_divide_":
+    lambda x: x.clone().floor_divide_(x + 1), "true_divide": lambda x: aten.true_divide(x, x + 1),
+    "true_divide_": lambda x: x.clone().true_divide_(x + 1), "rsub": lambda x: aten.rsub(x, x * 3),
+    "add": lambda x: aten.add.Scalar_out(x, 2, out=torch.empty(4)),
+    "sub": lambda x: aten.sub.Scalar_out(x, 2, out=torch.empty(4)),
+    "mul": lambda x: aten.mul.Scalar_out(x, 2, out=torch.empty(4)),
+    "div": lambda x: aten.div.Scalar_out(x, 2, out=torch.empty(4)),
+    "remainder": lambda x: aten.remainder.Scalar_Tensor_out(7, x + 1, out=torch.empty(4)),
+    "xlogy_": lambda x: x.clone().xlogy_(x + 1), "copysign_": lambda x: x.clone().copysign_(-x),
+    "heaviside_": lambda x: (x - 1).heaviside_(x),
+    "gcd_": lambda x: (x.long() + 1).gcd_(x.long() * 2 + 2).float(),
+    "lcm_": lambda x: (x.long() + 1).lcm_(x.long() * 2 + 2).float(),
+    "eq_": lambda x: x.clone().eq_(x * 2), "ne_": lambda x: x.clone().ne_(x * 2),
+    "lt_": lambda x: x.clone().lt_(x * 2), "le_": lambda x: x.clone().le_(x * 2),
+    "gt_": lambda x: x.clone().gt_(x * 2), "ge_": lambda x: x.clone().ge_(x * 2),
+    "bitwise_and": lambda x: aten.bitwise_and(x.long(), x.long() * 3).float(),
+    "bitwise_or": lambda x: aten.bitwise_or(x.long(), x.long() * 3).float(),
+    "bitwise_xor": lambda x: aten.bitwise_xor(x.long(), x.long() * 3).float(),
+    "bitwise_left_shift": lambda x: aten.bitwise_left_shift(x.long(), x.long() % 3).float(),
+    "bitwise_right_shift": lambda x: aten.bitwise_right_shift(x.long() * 8, x.long() % 3).float(),
+    "relu": lambda x: aten.relu(x - 1.5), "gelu": lambda x: aten.gelu(x),
+    "gelu_": lambda x: aten.gelu_(x.clone()), "elu": lambda x: aten.elu(x - 2),
+    "celu": lambda x: aten.celu(x - 2), "hardtanh": lambda x: aten.hardtanh(x, 0.5, 2.5),
+    "threshold": lambda x: aten.threshold(x, 1.5, -1.),
+    "threshold_": lambda x: aten.threshold_(x.clone(), 1.5, -1.),
+    "leaky_relu": lambda x: aten.leaky_relu(x - 2, 0.1), "softplus": lambda x: aten.softplus(x),
+    "softshrink": lambda x: aten.softshrink(x, 1.), "hardshrink": lambda x: aten.hardshrink(x, 1.),
+    "hardsigmoid": lambda x: aten.hardsigmoid(x - 2), "hardswish": lambda x: aten.hardswish(x - 2),
+    "hardswish_": lambda x: aten.hardswish_(x - 2), "mish": lambda x: aten.mish(x),
+    "mish_": lambda x: aten.mish_(x.clone()),
+    "gelu_backward": lambda x: aten.gelu_backward(x, x),
+    "threshold_backward": lambda x: aten.threshold_backward(x, x, 1.5),
+    "elu_backward": lambda x: aten.elu_backward(x, 1., 1., 1., False, x - 2),
+    "hardtanh_backward": lambda x: aten.hardtanh_backward(x, x, 0.5, 2.5),
+    "leaky_relu_backward": lambda x: aten.leaky_relu_backward(x, x - 2, 0.1, False),
+    "softplus_backward": lambda x: aten.softplus_backward(x, x, 1., 20.),
+    "hardsigmoid_backward": lambda x: aten.hardsigmoid_backward(x, x - 2),
+    "hardswish_backward": lambda x: aten.hardswish_backward(x, x - 2),
+    "hardshrink_backward": lambda x: aten.hardshrink_backward(x, x, 1.),
+    "softshrink_backward": lambda x: aten.softshrink_backward(x, x, 1.),
+    "log_sigmoid_backward":
+    lambda x: aten.log_sigmoid_backward(x, x, aten.log_sigmoid_forward(x)[1]),
+    "log_sigmoid_forward": lambda x: sum(aten.log_sigmoid_forward(x - 2)),
+    "tril": lambda x: torch.tril(x.view(2, 2)).reshape(-1),
+    "triu": lambda x: torch.triu(x.view(2, 2), 1).reshape(-1) + x,
 }
 
 
@@ -187,6 +235,54 @@ def test_elementwise(base):
         got = run(y)
         others = [i for i in range(4) if i != j]
         assert torch.equal(got[others], ref[others])      # only element j can change
+
+
+# ---- elementwise in one pair: out = beta * self + alpha * (a product) --------------------
+def _varied_self(run, shape):
+    """Changing element j of ``self`` changes element j of the result only (or nothing, where
+    the op overwrites that element), and does change it somewhere."""
+    torch.manual_seed(0)
+    self_ = torch.randn(shape)
+    ref = run(self_.clone())
+    seen = 0
+    for j in range(self_.numel()):
+        changed = self_.clone()
+        changed.view(-1)[j] += 100.0
+        diff = (run(changed) != ref).reshape(-1).nonzero().reshape(-1).tolist()
+        assert diff in ([j], []), (j, diff)
+        seen += diff == [j]
+    assert seen
+
+
+ELEMENTWISE_ARGS = {
+    "addmm": ((3, 4), lambda s: torch.addmm(s, A34[0], A34[1], beta=0.5)),
+    "baddbmm": ((2, 3, 4), lambda s: torch.baddbmm(s, B234[0], B234[1], beta=0.5)),
+    "addbmm": ((3, 4), lambda s: torch.addbmm(s, B234[0], B234[1], beta=0.5)),
+    "addmv": ((3,), lambda s: torch.addmv(s, A34[0], A34[1][:, 0], beta=0.5)),
+    "addr": ((3, 4), lambda s: torch.addr(s, A34[0][:, 0], A34[1][0], beta=0.5)),
+    "_addmm_activation": ((3, 4), lambda s: aten._addmm_activation(s + 50, A34[0], A34[1])),
+    "index_add": ((4, 3), lambda s: torch.index_add(s, 0, IDX, torch.ones(2, 3))),
+    "index_copy": ((4, 3), lambda s: torch.index_copy(s, 0, IDX, torch.ones(2, 3))),
+    "scatter": ((4, 3), lambda s: torch.scatter(s, 0, IDX2, torch.ones(1, 3))),
+    "scatter_add": ((4, 3), lambda s: torch.scatter_add(s, 0, IDX2, torch.ones(1, 3))),
+    "scatter_reduce": ((4, 3), lambda s: torch.scatter_reduce(s, 0, IDX2, torch.ones(1, 3),
+                                                              "sum")),
+    "index_reduce": ((4, 3), lambda s: torch.index_reduce(s, 0, IDX, torch.full((2, 3), 2.),
+                                                          "prod")),
+}
+IDX, IDX2 = torch.tensor([0, 2]), torch.tensor([[0, 1, 2]])
+A34 = (torch.randn(3, 5), torch.randn(5, 4))
+B234 = (torch.randn(2, 3, 5), torch.randn(2, 5, 4))
+
+
+@pytest.mark.parametrize("base", sorted(S.ELEMENTWISE_ARGS))
+def test_elementwise_in_self_alone(base):
+    assert base in ELEMENTWISE_ARGS, f"no proof for ELEMENTWISE_ARGS entry {base!r}"
+    assert S.ELEMENTWISE_ARGS[base] == {"self"}
+    shape, run = ELEMENTWISE_ARGS[base]
+    _varied_self(run, shape)
+    op = getattr(aten, base)
+    assert any(S.spec_of(getattr(op, o)).elementwise_args == {"self"} for o in op.overloads())
 
 
 def test_foreach_ops_are_elementwise_per_position():

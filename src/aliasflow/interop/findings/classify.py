@@ -8,7 +8,8 @@
 - ``self-overlap-write``: a written view maps several indices to one element. ``wrong`` when
   the re-run differed or copy semantics would give such an element different values;
   ``hazard`` otherwise, unless the op writes one value everywhere (``uniform``).
-- ``duplicate-index``: repeated indices written with different values (``wrong``).
+- ``duplicate-index``: repeated indices written with different values, or at all by the
+  store of ``x[idx] += v`` (an index given twice gets ``v`` once) (``wrong``).
 - ``stale-view`` (kind ``RAW``): a read through a view object made before a write by another
   op that changed some of its bytes through a view reaching beyond it (``first = x[:, :1]``,
   then ``x[..., :1] = ...``, then reading ``first``: the program may have expected a copy).
@@ -23,7 +24,9 @@
 - ``order`` (``RAW``/``WAR``/``WAW``, only with ``all=True``): see :mod:`.order`.
 
 Findings at the same source lines with the same severity, kind and names are grouped: one
-finding, the first one's details, ``occurrences`` counting the repeats.
+finding, the first one's details, ``occurrences`` counting the repeats; ``wrong`` and
+``hazard`` repeats of one line (a loop whose data made some steps come out right) are one
+``wrong`` finding.
 """
 from __future__ import annotations
 
@@ -318,13 +321,20 @@ def _saved_overwritten(infos, stale: list[Finding]) -> list[Finding]:
     return found
 
 
+# ``wrong`` and ``hazard`` are one mechanism whose re-run on copies differed or agreed: a
+# loop's steps at one line differ only in the data (a ring buffer shifted in place is right
+# while it holds zeros, wrong after), so they are one finding, the most serious first.
+_CONFIRMED = {"wrong": "confirmed", "hazard": "confirmed"}
+
+
 def group(findings: list[Finding], names) -> list[Finding]:
-    """Merge repeats: same severity, kind, source lines and names -> one finding with
-    ``occurrences`` (the first one's details; ``repeats`` keeps the others' ops)."""
+    """Merge repeats: same kind, source lines and names, and the same severity (``wrong``
+    and ``hazard`` count as one) -> one finding with ``occurrences`` (the first one's
+    details: ``findings`` come most serious first; ``repeats`` keeps the others' ops)."""
     out: dict = {}
     for f in findings:
         f.names = names(f)
-        key = (f.severity, f.kind, tuple(f.lines), tuple(f.names))
+        key = (_CONFIRMED.get(f.severity, f.severity), f.kind, tuple(f.lines), tuple(f.names))
         first = out.get(key)
         if first is None:
             out[key] = f

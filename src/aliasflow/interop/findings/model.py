@@ -31,9 +31,9 @@ HINTS = {
         "several indices of the written view are one element and the kernel's order decides "
         "which write stays; write into a view without repeats",
     ("wrong", "duplicate-index"):
-        "repeated indices get different values and whichever lands last wins; make the "
-        "indices unique or use the accumulating form (index_put_(..., accumulate=True), "
-        "scatter_add_, index_add_)",
+        "an element indexed twice keeps one of its writes, whichever lands last (x[idx] += v "
+        "adds v once per distinct index); make the indices unique or use the accumulating "
+        "form (index_put_(..., accumulate=True), scatter_add_, index_add_)",
     ("hazard", "duplicate-index"):
         "repeated indices: the kernel's order decides which value stays; make the indices "
         "unique or use the accumulating form",

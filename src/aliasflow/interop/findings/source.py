@@ -49,17 +49,24 @@ _SKIPPED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For
 
 class _Parsed:
     """One file parsed once: each line's innermost simple statement (the last one starting
-    at or before it that spans it) and the text of any node, cut from line offsets."""
+    at or before it that spans it) and the text of any node, cut from line offsets. A line
+    where two simple statements start (``a(); b()``) has none: a line number cannot say which
+    of them an op ran from."""
 
     def __init__(self, lines: list[str], tree: ast.Module):
         self.lines = lines   # linecache's: split at newlines only, as the parser counts them
-        self.statement: dict[int, ast.stmt] = {}
+        self.statement: dict[int, ast.stmt | None] = {}
+        starts: dict[int, int] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.stmt) and not isinstance(node, _SKIPPED):
+                starts[node.lineno] = starts.get(node.lineno, 0) + 1
                 for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
                     best = self.statement.get(line)
                     if best is None or node.lineno >= best.lineno:
                         self.statement[line] = node
+        for line, node in list(self.statement.items()):
+            if starts.get(node.lineno, 0) > 1:
+                self.statement[line] = None
 
     def segment(self, node) -> str:
         """The source text of ``node`` (what :func:`ast.get_source_segment` gives)."""
@@ -121,6 +128,8 @@ class AssignText:
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
         ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
         ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+#: the symbol of each binary operator node type (``ast.Add`` -> ``"+"``)
+OPERATOR_SYMBOLS = _OPS
 
 
 @lru_cache(maxsize=4096)

@@ -79,20 +79,37 @@ class NumpyTrace:
         return False
 
     def _wrap(self):
-        for name in WRAPPED:
-            original = getattr(np, name)
-            wrapper = _WRAPPERS.get(original)
-            if wrapper is None:   # made once per function: a wrapper keeps no trace state
-                wrapper = _WRAPPERS[original] = _wrapper(original)
-            self._saved[name] = (original, wrapper)
-            runtime._unwrapped[id(wrapper)] = original
-            setattr(np, name, wrapper)
+        space = vars(np)   # (set in one update each way: a program may trace every step)
+        originals = {name: space[name] for name in WRAPPED}
+        made = _WRAPPING[0]
+        if made is None or made[0] != originals:   # first use, or the program rebound one
+            wrappers = {}
+            for name, original in originals.items():
+                wrapper = _WRAPPERS.get(original)
+                if wrapper is None:   # made once per function: a wrapper keeps no trace state
+                    wrapper = _WRAPPERS[original] = _wrapper(original)
+                wrappers[name] = wrapper
+            made = _WRAPPING[0] = (originals, wrappers,
+                                   {id(wrappers[n]): o for n, o in originals.items()})
+        self._saved = made
+        runtime._unwrapped.update(made[2])
+        space.update(made[1])
 
     def _unwrap(self):
-        for name, (original, wrapper) in self._saved.items():
-            if getattr(np, name) is wrapper:
-                setattr(np, name, original)
-            runtime._unwrapped.pop(id(wrapper), None)
+        if not self._saved:
+            return
+        originals, wrappers, ids = self._saved
+        space = vars(np)
+        if {name: space.get(name) for name in wrappers} == wrappers:
+            space.update(originals)
+        else:   # a name the program rebound meanwhile keeps the program's value
+            space.update({n: o for n, o in originals.items() if space.get(n) is wrappers[n]})
+        unwrapped = runtime._unwrapped
+        if unwrapped == ids:   # (traces do not nest: usually only this trace's are there)
+            unwrapped.clear()
+        else:
+            for key in ids:
+                unwrapped.pop(key, None)
         self._saved = {}
 
     # ---- results -----------------------------------------------------------------------------
@@ -184,6 +201,8 @@ def _elements_holding(view, byte_indices) -> int:
 
 
 _WRAPPERS: dict = {}   # NumPy function -> its recording wrapper
+# the last wrapping: ({name: NumPy function}, {name: wrapper}, {id(wrapper): function})
+_WRAPPING: list = [None]
 
 
 def _wrapper(f):

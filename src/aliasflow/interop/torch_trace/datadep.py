@@ -15,6 +15,8 @@ them from the op's own indices and values (``index_put``/``index_put_`` without
 """
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 import torch
 
@@ -162,10 +164,40 @@ def _targets(base: str, b: dict, shape):
     return None
 
 
+def _read_modify_write(spec, b: dict) -> bool:
+    """Is this non-accumulating ``index_put_`` the store of the user's ``x[idx] += v`` (or
+    ``x[idx] = x[idx] + v``)? Python runs that as a gather, the operator, then one store:
+    an element indexed twice gets ``x[i] + v`` once, not twice, whatever the values."""
+    if spec.base not in ("index_put_", "_index_put_impl_") or b.get("accumulate", False):
+        return False
+    from ..findings.source import OPERATOR_SYMBOLS, assignment
+    from .frames import USER_CODE, is_user_code, user_site
+    site = user_site(0, USER_CODE, is_user_code)
+    if site is None:
+        return False
+    statement = assignment(site[0].co_filename, site[1])
+    if statement is None or not statement.subscript:
+        return False
+    if statement.op is not None:
+        return statement.op in _NOT_IDEMPOTENT
+    try:   # x[idx] = x[idx] + v, spelled out
+        node = ast.parse(statement.value, mode="eval").body
+    except SyntaxError:
+        return False
+    return isinstance(node, ast.BinOp) and \
+        OPERATOR_SYMBOLS.get(type(node.op)) in _NOT_IDEMPOTENT and \
+        ast.get_source_segment(statement.value, node.left) == statement.target
+
+
+# operators whose repeat changes the result (x | v | v is x | v: nothing is lost)
+_NOT_IDEMPOTENT = frozenset({"+", "-", "*", "/", "//", "%", "**", "<<", ">>", "^", "@"})
+
+
 def duplicates(spec, b: dict, shape):
-    """Elements written more than once with differing values by one indexed write:
-    ``(flat element indices, {flat index: [values written there]} for the first few)``,
-    or None when there are none (or the op is not such a write)."""
+    """Elements written more than once with differing values by one indexed write (or at
+    all, by the store of an augmented assignment ``x[idx] += v``: every repeat is an update
+    lost): ``(flat element indices, {flat index: [values written there]} for the first
+    few)``, or None when there are none (or the op is not such a write)."""
     got = _targets(spec.base, b, tuple(shape))
     if got is None:
         return None
@@ -181,7 +213,9 @@ def duplicates(spec, b: dict, shape):
         return None
     differ = same_target & (val_s[1:] != val_s[:-1])
     if not bool(differ.any()):
-        return None
+        if not _read_modify_write(spec, b):
+            return None
+        differ = same_target
     flat = torch.unique(lin_s[1:][differ])
     examples = {}
     for e in flat[:4].tolist():

@@ -43,9 +43,10 @@ class StorageGen:
         self.end = address + nbytes
         self.creator = creator        # index of the op that allocated it, None if it existed
         self.first_op = first_op      # index of the first op that touched it
-        self.snapshot = None          # UntypedStorage copy taken at first sight (None: created)
+        self.snapshot = None          # its bytes at first sight (None: created): bytes on the
+        #                               CPU, else an UntypedStorage copy
         self.final_crc = None         # CRC-32 of its bytes at the end of the trace (if alive)
-        self.final_bytes = None       # a copy of them, for small storages
+        self.final_bytes = None       # a copy of them (bytes), for small storages
         self.weak = weak              # the StorageImpl's address, held by a weak reference
         self.alive_at_end = False
         self.region = None            # the aliasflow tensor holding this address range

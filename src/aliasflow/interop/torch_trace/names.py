@@ -20,6 +20,7 @@ import weakref
 import torch
 
 from ..findings.model import storage_form
+from .schema import METADATA_ONLY
 from ..findings.source import assignment, calls, operators
 
 _storage_address = torch._C._storage_address
@@ -164,6 +165,22 @@ def _split_list(text: str):
 _PREFIXES = ("linalg_", "special_", "fft_", "nn_functional_", "_")
 
 
+def _returned_self(text: str) -> str:
+    """The tensor a chain of in-place calls returns: ``A`` for ``A.sub_(m).mul_(2)`` (an
+    in-place method returns its receiver, same view); anything else as it is. In-place
+    methods that change the view itself (``t_``, ``unsqueeze_``) are not looked through."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return text
+    inner = node
+    while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
+            inner.func.attr.endswith("_") and not inner.func.attr.startswith("_") and \
+            inner.func.attr not in METADATA_ONLY:
+        inner = inner.func.value
+    return text if inner is node else ast.get_source_segment(text, inner) or text
+
+
 def _matches(base: str, function: str) -> bool:
     names = {base, base.rstrip("_")}
     names |= {n[len(p):] for n in list(names) for p in _PREFIXES if n.startswith(p)}
@@ -196,7 +213,11 @@ def expressions(spec, path: str, line: int) -> dict[str, str]:
             out["self"] = assign.target
             for arg in ("src", "value"):
                 out[arg] = assign.value
-    for n, c in enumerate(calls(path, line)):
+    found = calls(path, line)
+    matching = [c.function for c in found if _matches(base, c.function)]
+    if len(matching) != len(set(matching)):
+        found = ()   # two calls of one function on the line: which one ran is not known here
+    for n, c in enumerate(found):
         if not _matches(base, c.function):
             continue
         if n == 0 and assign is not None and assign.op is None and not assign.subscript:
@@ -204,7 +225,7 @@ def expressions(spec, path: str, line: int) -> dict[str, str]:
         args = list(c.args)
         if c.receiver is not None and c.receiver not in _NAMESPACES and \
                 not c.receiver.startswith("torch."):
-            args.insert(0, c.receiver)
+            args.insert(0, _returned_self(c.receiver))
         for a, text in zip(positional, args):
             out.setdefault(a.name, text)
             if a.holds == "list":

@@ -271,16 +271,21 @@ def _build(trace) -> Built:
 
 
 def _exempt(spec, accesses) -> frozenset:
-    """(written, read) slot pairs of an elementwise op whose read argument is the written
-    view itself (same memory, same elements in the same order, same dtype)."""
-    if spec is None or not (spec.elementwise or spec.foreach) or len(accesses) < 2:
+    """(written, read) slot pairs of an op elementwise in that pair (every pair of a pointwise
+    op; ``self`` of ``addmm``'s ``out=``) whose read argument is the written view itself
+    (same memory, same elements in the same order, same dtype)."""
+    if spec is None or len(accesses) < 2 or \
+            not (spec.elementwise or spec.foreach or spec.elementwise_args):
         return frozenset()
+    every = spec.elementwise or spec.foreach
     out = set()
     for w, a in enumerate(accesses):
         if a[0] not in ("W", "RW") or a[3] is None:
             continue
         for r, b in enumerate(accesses):
             if r == w or b[0] != "R" or b[3] is not a[3]:
+                continue
+            if not every and spec.args[b[1]].name not in spec.elementwise_args:
                 continue
             if spec.foreach and a[2] != b[2]:
                 continue

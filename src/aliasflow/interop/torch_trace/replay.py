@@ -87,7 +87,20 @@ class ReplayReport:
 
 
 def _storage_bytes(st) -> torch.Tensor:
+    """The bytes of a storage (or of ``bytes``: a generation's ``final_bytes``) as uint8."""
+    if isinstance(st, bytes):
+        return torch.frombuffer(bytearray(st), dtype=torch.uint8) if st else \
+            torch.empty(0, dtype=torch.uint8)
     return torch.empty(0, dtype=torch.uint8).set_(st)
+
+
+def _storage_of(snapshot) -> torch.UntypedStorage:
+    """A new storage holding a generation's ``snapshot`` (bytes for memory on the CPU, else
+    a storage copy)."""
+    if isinstance(snapshot, bytes):
+        return torch.frombuffer(bytearray(snapshot), dtype=torch.uint8).untyped_storage() \
+            if snapshot else torch.UntypedStorage(0)
+    return snapshot.clone()
 
 
 def _crc(st) -> int:
@@ -101,7 +114,7 @@ class _Replayer:
         self.buffers = {}
         for gen in trace.storages:
             if gen.snapshot is not None and gen.creator is None:
-                self.buffers[gen.id] = gen.snapshot.clone()
+                self.buffers[gen.id] = _storage_of(gen.snapshot)
         self.mismatches = []
         self.results = 0
 
@@ -135,7 +148,7 @@ class _Replayer:
             if ref.gen is not None and ref.gen.id not in self.buffers:
                 self.buffers[ref.gen.id] = value.untyped_storage()
                 if ref.gen.snapshot is not None:   # unspecified contents: the traced bytes
-                    self.buffers[ref.gen.id].copy_(ref.gen.snapshot)
+                    self.buffers[ref.gen.id].copy_(_storage_of(ref.gen.snapshot))
         elif isinstance(slot, (list, tuple)) and isinstance(value, (list, tuple)):
             for s, v in zip(slot, value):
                 self.adopt(s, v, call, refs)

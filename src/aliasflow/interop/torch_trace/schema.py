@@ -82,9 +82,39 @@ DATA_DEPENDENT = frozenset({
     "index_put", "_index_put_impl", "scatter", "index_copy", "put", "masked_scatter",
 })
 # Elementwise in every pair of (written, read) arguments at one position, but not tagged
-# ``pointwise``: output element i depends on input element i alone.
-ELEMENTWISE = frozenset({"copy_", "copy", "clone", "_to_copy", "masked_fill_",
-                         "masked_fill", "lift_fresh_copy", "alias_copy"})
+# ``pointwise`` (in any overload): output element i depends on input element i alone. torch
+# tags the functional overload of many pointwise ops but not their in-place or ``out=``
+# forms (``where.self_out``, ``gt_.Tensor``, ``gelu.out``, ``add.Scalar_out``), nor the
+# activations' backward kernels and a few whole families (``floor_divide``, ``hardswish``).
+# Whole families are listed, not guessed from the tag: ``max.other`` is pointwise, ``max.dim``
+# a reduction.
+ELEMENTWISE = frozenset({
+    "copy_", "copy", "clone", "_to_copy", "masked_fill_", "masked_fill", "lift_fresh_copy",
+    "alias_copy",
+    "where", "floor_divide", "floor_divide_", "true_divide", "true_divide_", "rsub",
+    "add", "sub", "mul", "div", "remainder", "xlogy_", "copysign_", "heaviside_",
+    "gcd_", "lcm_", "eq_", "ne_", "lt_", "le_", "gt_", "ge_",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    "relu", "gelu", "gelu_", "elu", "celu", "hardtanh", "threshold", "threshold_",
+    "leaky_relu", "softplus", "softshrink", "hardshrink", "hardsigmoid", "hardswish",
+    "hardswish_", "mish", "mish_",
+    "gelu_backward", "threshold_backward", "elu_backward", "hardtanh_backward",
+    "leaky_relu_backward", "softplus_backward", "hardsigmoid_backward", "hardswish_backward",
+    "hardshrink_backward", "softshrink_backward", "log_sigmoid_backward",
+    "log_sigmoid_forward",
+    # not pointwise (the value depends on the position), but element i still reads element i
+    # alone: torch.tril(x, out=x) is x.tril_()
+    "tril", "triu",
+})
+# Ops elementwise in some (written, read) pairs only: ``out = beta * self + alpha * (a
+# product)`` reads element i of ``self`` for element i of the result alone (BLAS scales C in
+# place), so ``torch.addmm(c, a, b, out=c)`` is ``c.addmm_(a, b)``; the product's factors are
+# read whole. The out= forms of the index/scatter ops start from a copy of ``self`` and
+# write some elements: ``torch.index_add(x, 0, i, s, out=x)`` is ``x.index_add_(0, i, s)``.
+# op -> the read arguments that pair elementwise with the written one.
+ELEMENTWISE_ARGS = {base: frozenset({"self"}) for base in (
+    "addmm", "baddbmm", "addbmm", "addmv", "addr", "_addmm_activation",
+    "index_add", "index_copy", "scatter", "scatter_add", "scatter_reduce", "index_reduce")}
 # List ops that are elementwise per list position (element k of each list pairs with element
 # k of the others); ``_foreach_`` ops not listed as reductions are too.
 FOREACH_PREFIXES = ("_foreach_", "_fused_adam", "_fused_adamw", "_fused_sgd", "_fused_adagrad",
@@ -153,6 +183,7 @@ class OpSpec:
     writes: bool         # writes some argument's data in place
     switch: int | None = None   # position of the flag that turns unannotated writes on
     tensors: tuple = ()  # (position, name, holds a list, mode) per tensor-holding argument
+    elementwise_args: frozenset = frozenset()   # read arguments elementwise with the written
     collective: bool = False    # one of COLLECTIVES (its writes publish a buffer's contents)
 
     @property
@@ -243,7 +274,7 @@ def spec_of(func) -> OpSpec:
                   takes_generator, base in UNINITIALIZED, base in DATA_DEPENDENT, view_only,
                   elementwise, foreach, base in RESIZING or any(a.is_out for a in args),
                   any(a.mode in ("W", "RW") for a in args), switch, tensors,
-                  collective is not None)
+                  ELEMENTWISE_ARGS.get(base, frozenset()), collective is not None)
 
 
 def all_aten_overloads():

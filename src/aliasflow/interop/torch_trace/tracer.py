@@ -23,15 +23,18 @@ from torch.utils._python_dispatch import TorchDispatchMode, \
     _get_current_dispatch_mode as _current_mode
 
 from ...core.errors import AliasflowError
+from ...solver.native import load
 from . import datadep
 from .confirm import rerun
 from .frames import USER_CODE as _USER, is_user_code as _is_user_code, user_frame as _user_frame, \
     user_site as _user_site
-from .memory import NO_ALIASES, StorageGen, may_overlap_internally, same_layout as _same_layout
+from .memory import FINAL_COPY_LIMIT, NO_ALIASES, StorageGen, may_overlap_internally, same_layout as _same_layout
 from .schema import TENSOR, spec_of
 from .streams import StreamLog
 from .threads import THREAD_START as _THREAD_START, unwatch_threads as _unwatch_threads, \
     watch_threads as _watch_threads
+
+_hot = load(__package__ + "._hot")   # the compiled per-call path, or None (AF_PURE=1)
 
 _PAGE = 20   # generations are indexed by the 1 MiB pages they touch
 _PRUNE_AT = 64   # a page's list longer than this is cleared of dead generations when read
@@ -127,12 +130,31 @@ _SPECS: dict = {}
 _SPEC_ERRORS: dict = {}
 
 class _Mode(TorchDispatchMode):
+    """The dispatch mode of a trace: every aten call goes to :meth:`Trace._call`."""
+
     def __init__(self, trace):
         super().__init__()
         self.trace = trace
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return self.trace._call(func, args, kwargs or {})
+
+
+class _CompiledMode(TorchDispatchMode):
+    """The dispatch mode with the compiled per-call path (``_native_src/hot.cpp``), which
+    records what :meth:`Trace._call` would and hands it every call it has no fast form for."""
+
+    def __init__(self, trace):
+        super().__init__()
+        self.hot = _hot.HotPath(
+            trace, trace.calls, trace._by_sid, trace._born, _SPECS, _SLOTS, trace._weak,
+            trace._pages, trace.storages, trace._streams, _storage_address, _sequence_nr,
+            _current_node, _user_site, _USER, _is_user_code, Call, StorageGen, _text,
+            _ODD_DTYPES, _PLAIN, _Tensor, _same_layout, _slot, torch.nn.Parameter, _expired,
+            NO_ALIASES, _copy, trace.values, _PAGE)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.hot(func, args, kwargs or {})
 
 
 class Trace:
@@ -180,7 +202,7 @@ class Trace:
         self.seq_at_start = _sequence_nr()
         _watch_threads(self)
         self._streams.start()
-        self._mode = _Mode(self)
+        self._mode = _CompiledMode(self) if _hot is not None else _Mode(self)
         self._mode.__enter__()
         self.running = True
         if self.pause_gc:
@@ -196,12 +218,12 @@ class Trace:
         self._streams.stop()
         if self.names is not None:
             self.names.stop()
-        if self.pause_gc and self._gc_was_enabled:
-            gc.enable()
         try:
             self._finish()
         except Exception as err:  # noqa: BLE001 - never turn the program's exit into ours
             self._warn("end of trace", _text(err))
+        if self.pause_gc and self._gc_was_enabled:
+            _promote_and_enable()
         if self.calls_on_other_threads:
             self._warn("calls on other threads",
                        f"{self.calls_on_other_threads} aten call(s) were made on the "
@@ -288,7 +310,7 @@ class Trace:
             if gen.aliases:
                 gen.group = min(storages[i].group for i in gen.aliases)
             if self.values:
-                gen.snapshot = st.clone()
+                gen.snapshot = _copy(st, gen)
         storages.append(gen)
         if nbytes:
             pages = self._pages
@@ -572,9 +594,11 @@ class Trace:
         extra = call.extra = call.extra or {}
         extra["exact"] = (k,) + got
 
-    def _suspect(self, call, spec, func, args, kwargs, accesses):
+    def _suspect(self, call, spec, func, args, kwargs, accesses, skip=3):
         """Does a written argument share memory with another argument (outside the
-        elementwise exemption) or overlap itself? Then copy the arguments to confirm."""
+        elementwise exemption) or overlap itself? Then copy the arguments to confirm.
+        ``skip``: the frames between this one and the user's (_call's and the mode's; the
+        compiled path has no _call frame)."""
         written = {}
         groups: dict = {}
         for j, acc in enumerate(accesses):
@@ -590,7 +614,8 @@ class Trace:
             for w in groups.get(gen.group, ()):
                 if w == j:
                     continue
-                if acc[0] == "R" and (spec.elementwise or spec.foreach) and \
+                if acc[0] == "R" and (spec.elementwise or spec.foreach or
+                                      spec.args[acc[1]].name in spec.elementwise_args) and \
                         _same_layout(accesses[w], acc) and (not spec.foreach or
                                                             accesses[w][2] == acc[2]):
                     continue
@@ -605,9 +630,8 @@ class Trace:
         names = {a.position: a for a in spec.args}
         call.extra = call.extra or {}
         call.extra["suspect"] = True
-        # the user's frame (past _suspect's, _call's and the mode's): their variables, while
-        # they are there to see
-        frame = _user_frame(3, _USER, _is_user_code)
+        # the user's frame: their variables, while they are there to see
+        frame = _user_frame(skip, _USER, _is_user_code)
         if frame is not None:
             from .names import frame_locals
             tensors = {}
@@ -723,7 +747,7 @@ class Trace:
             accesses.append(("W", -1, j, gen, ptr, shape, stride, dtype, -2,
                              t.is_conj() << 1 | t.is_neg() if self._bits_seen else 0))
         if spec.uninitialized and self.values and gen is not None and gen.snapshot is None:
-            gen.snapshot = t.untyped_storage().clone()   # replay needs its unspecified bytes
+            gen.snapshot = _copy(t.untyped_storage(), gen)   # replay needs its unspecified bytes
         return _slot(k)
 
     def _duplicates(self, call, spec, args, kwargs, accesses, out):
@@ -757,11 +781,14 @@ class Trace:
             if gen.alive_at_end and values and gen.device == "cpu":
                 st = torch.UntypedStorage._new_with_weak_ptr(gen.weak)
                 if st is not None and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
-                    # its bytes read where they are (st holds them alive meanwhile)
-                    gen.final_crc = zlib.crc32((ctypes.c_ubyte * gen.nbytes).from_address(
-                        gen.address)) if gen.nbytes else 0
-                    if gen.nbytes <= 1 << 16:
-                        gen.final_bytes = torch.UntypedStorage(gen.nbytes).copy_(st)
+                    # its bytes read where they are (st holds them alive meanwhile); a small
+                    # storage's kept, to say which bytes differ
+                    if gen.nbytes <= FINAL_COPY_LIMIT:
+                        gen.final_bytes = ctypes.string_at(gen.address, gen.nbytes)
+                        gen.final_crc = zlib.crc32(gen.final_bytes)
+                    else:
+                        gen.final_crc = zlib.crc32((ctypes.c_ubyte * gen.nbytes).from_address(
+                            gen.address))
                 else:
                     gen.alive_at_end = False
 
@@ -831,6 +858,27 @@ class Trace:
         return trace_html(self)
 
 
+def _copy(st, gen):
+    """The bytes of storage ``st`` (generation ``gen``) now: ``bytes`` read where they are for
+    memory on the CPU (a storage copy costs an allocation and a kernel launch), else a storage
+    copy."""
+    if gen.device == "cpu" and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
+        return ctypes.string_at(gen.address, gen.nbytes) if gen.nbytes else b""
+    return st.clone()
+
+
+def _promote_and_enable() -> None:
+    """The collector back on after a trace. What the trace made lives as long as the trace,
+    so it goes straight to the oldest generation, as it would after surviving the collections
+    the pause skipped, instead of being scanned as young all at once by the first collection
+    after (see :func:`aliasflow.core.gcpause.paused_gc`, which does the same, and when it
+    does not: a program that froze objects itself keeps them frozen)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+    gc.enable()
+
+
 def _spec(func):
     """``(func, spec, run)`` for the overload, made once per process: its spec (None, with the
     reason kept, when its schema cannot be read) and what runs it: the compiled operator an
@@ -845,16 +893,35 @@ def _spec(func):
     if type(func).__call__ is _FORWARDING_CALL:
         op = getattr(func, "_op", None)
         run = op if callable(op) else func
-    known = _SPECS[id(func)] = (func, spec, run)
+    known = _SPECS[id(func)] = (func, spec, run, _fast(spec))
     return known
+
+
+def _fast(spec):
+    """What the compiled per-call path needs of ``spec``: ``(flags, tensors, fresh, number of
+    returns, name)``, ``tensors`` as ``spec.tensors`` with each mode's code added; None where
+    the op needs :meth:`Trace._call` whole (an unreadable schema, writes a flag turns on,
+    data-dependent writes, random draws, arguments it may move, an argument elementwise with
+    the written one alone)."""
+    if spec is None or spec.switch is not None or spec.data_dependent or spec.random or \
+            spec.resizing or spec.elementwise_args:
+        return None
+    flags = (1 * spec.view_only | 2 * spec.writes | 4 * spec.elementwise | 8 * spec.foreach
+             | 16 * (spec.base in _BIT_VIEWS) | 32 * spec.uninitialized | 64 * bool(spec.returns))
+    codes = {None: 0, "R": 1, "W": 2, "RW": 3}
+    tensors = tuple((pos, name, bool(is_list), mode, codes[mode])
+                    for pos, name, is_list, mode in spec.tensors)
+    return (flags, tensors, tuple(bool(f) for f in spec.fresh), len(spec.returns), spec.name)
 
 
 _FORWARDING_CALL = torch._ops.OpOverload.__call__   # ``return self._op(*args, **kwargs)``
 
 
+_PLAIN = (bool, int, float, complex, str, torch.dtype, torch.device, torch.Size)
+
+
 def _plain(x) -> bool:
-    return x is None or isinstance(x, (bool, int, float, complex, str, torch.dtype,
-                                       torch.device, torch.Size))
+    return x is None or isinstance(x, _PLAIN)
 
 
 def _unravel(flat: int, shape) -> tuple:

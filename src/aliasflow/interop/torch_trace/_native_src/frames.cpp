@@ -10,23 +10,61 @@
 
 namespace {
 
-// Is code the user's? -1 on error. The classifier's answers are cached in known as
-// id(code) -> (code, answer): keyed by address, as hashing a code object hashes its constants
-// and names on every lookup; the entry holds the code object, so the address stays its own.
+// The classifier's answers, in the dict the caller passes (id(code) -> (code, answer): keyed
+// by address, as hashing a code object hashes its constants and names on every lookup; the
+// entry holds the code object, so the address stays its own), and mirrored here in a small
+// direct-mapped table of the same answers (a load instead of an int and a dict lookup per
+// frame; a deep model's stack walks many frames per call). The table holds its code objects
+// and follows one dict: another dict, or this one made smaller, empties it.
+struct Remembered {
+    PyObject* code;   // strong reference, or nullptr
+    bool mine;
+};
+constexpr size_t TABLE = 4096;
+Remembered table[TABLE];
+PyObject* table_dict = nullptr;   // strong reference
+Py_ssize_t table_dict_size = 0;
+
+void forget_all() {
+    for (Remembered& r : table) Py_CLEAR(r.code);
+}
+
+size_t slot_of(PyObject* code) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(code);
+    return (a >> 4 ^ a >> 16) & (TABLE - 1);
+}
+
+// Is code the user's? -1 on error.
 int user_code(PyObject* code, PyObject* known, PyObject* classify) {
+    if (known != table_dict || PyDict_GET_SIZE(known) < table_dict_size) {
+        forget_all();
+        Py_INCREF(known);
+        Py_XSETREF(table_dict, known);
+    }
+    table_dict_size = PyDict_GET_SIZE(known);
+    Remembered& r = table[slot_of(code)];
+    if (r.code == code) return r.mine;
+    int truth;
     afpy::Ref key(PyLong_FromVoidPtr(code));
     if (!key.p) return -1;
     PyObject* entry = PyDict_GetItemWithError(known, key.p);   // borrowed
     if (entry && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2 &&
-        PyTuple_GET_ITEM(entry, 0) == code)
-        return PyObject_IsTrue(PyTuple_GET_ITEM(entry, 1));
-    if (PyErr_Occurred()) return -1;
-    afpy::Ref answer(PyObject_CallOneArg(classify, code));
-    if (!answer.p) return -1;
-    int truth = PyObject_IsTrue(answer.p);
-    if (truth < 0) return -1;
-    afpy::Ref value(PyTuple_Pack(2, code, truth ? Py_True : Py_False));
-    if (!value.p || PyDict_SetItem(known, key.p, value.p) < 0) return -1;
+        PyTuple_GET_ITEM(entry, 0) == code) {
+        truth = PyObject_IsTrue(PyTuple_GET_ITEM(entry, 1));
+        if (truth < 0) return -1;
+    } else {
+        if (PyErr_Occurred()) return -1;
+        afpy::Ref answer(PyObject_CallOneArg(classify, code));
+        if (!answer.p) return -1;
+        truth = PyObject_IsTrue(answer.p);
+        if (truth < 0) return -1;
+        afpy::Ref value(PyTuple_Pack(2, code, truth ? Py_True : Py_False));
+        if (!value.p || PyDict_SetItem(known, key.p, value.p) < 0) return -1;
+        table_dict_size = PyDict_GET_SIZE(known);
+    }
+    Py_INCREF(code);
+    Py_XSETREF(r.code, code);
+    r.mine = truth != 0;
     return truth;
 }
 

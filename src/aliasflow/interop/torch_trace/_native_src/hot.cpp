@@ -1,0 +1,1197 @@
+// The PyTorch tracer's per-call path, compiled: what Trace._call in ../tracer.py does for the
+// common calls (a view op; an op whose tensors are plain strided tensors in storages the trace
+// knows or the op makes), with the same records. Everything else goes back to the Python
+// methods, which stay the reference (tests/interop/torch_trace/test_hot_path.py compares the
+// two on real programs): a call whose overload has no fast form (see _fast in tracer.py) or
+// runs while streams are recorded goes to Trace._call whole; a tensor seen for the first time
+// or of an unusual kind to Trace._capture; a suspected overlap to Trace._suspect; a resized
+// argument to Trace._moved; a nested list result to Trace._results.
+//
+// The tensors are read through their Python accessors, as the reference reads them: no
+// PyTorch header or private layout is used, so this builds with nothing but CPython.
+#include <Python.h>
+#include <structmember.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "../../../_native_src/boundary.hpp"
+
+namespace {
+
+using afpy::Ref;
+
+// what a fast form's flags say (tracer._fast builds them)
+enum : long {
+    F_VIEW = 1,           // touches no data, returns aliases
+    F_WRITES = 2,         // writes an argument in place
+    F_ELEMENTWISE = 4,    // pointwise: an argument equal to the written one is exempt
+    F_FOREACH = 8,        // pointwise per list position
+    F_BIT_VIEW = 16,      // makes conj/neg views: every tensor's bits are read from now on
+    F_UNINITIALIZED = 32, // leaves its result unspecified: replay needs its bytes
+    F_RETURNS = 64,       // returns something
+};
+enum : long { M_NONE = 0, M_R = 1, M_W = 2, M_RW = 3 };
+
+PyObject* s_data_ptr;
+PyObject* s_shape;
+PyObject* s_stride;
+PyObject* s_dtype;
+PyObject* s_cdata;
+PyObject* s_address;
+PyObject* s_end;
+PyObject* s_dirty;
+PyObject* s_creator;
+PyObject* s_group;
+PyObject* s_snapshot;
+PyObject* s_is_conj;
+PyObject* s_is_neg;
+PyObject* s_is_cpu;
+PyObject* s_device;
+PyObject* s_type;
+PyObject* s_untyped_storage;
+PyObject* s_nbytes;
+PyObject* s_weak_ref;
+PyObject* s_clone;
+PyObject* s_active;
+PyObject* s_region;
+PyObject* s_bits_seen;
+PyObject* s_sequence_nr;
+PyObject* s_call;
+PyObject* s_capture;
+PyObject* s_suspect;
+PyObject* s_after;
+PyObject* s_moved;
+PyObject* s_results;
+PyObject* s_untracked;
+PyObject* s_warn;
+PyObject* s_W;
+PyObject* s_cpu;
+
+// The fields a HotPath holds, in the order its constructor takes them.
+#define HOT_FIELDS(X)                                                                          \
+    X(trace) X(calls) X(by_sid) X(born) X(specs) X(slots) X(weak) X(pages) X(storages)         \
+    X(streams) X(storage_address) X(sequence_nr) X(current_node) X(user_site) X(user_known)    \
+    X(is_user_code) X(call_type) X(gen_type) X(text) X(odd_dtypes) X(plain_types)             \
+    X(tensor_type) X(same_layout) X(slot) X(parameter_type) X(expired) X(no_aliases) X(copy)
+
+struct HotPath {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;   // hot(func, args, kwargs) without a tuple of arguments
+#define DECLARE(name) PyObject* name;
+    HOT_FIELDS(DECLARE)
+#undef DECLARE
+    int values;
+    int page_shift;
+    Py_ssize_t gen_offsets[9];   // where a StorageGen keeps each GenField (-1: ask by name)
+};
+
+// The StorageGen fields this path reads and writes: kept in slots, whose offsets the type's
+// member descriptors give (read once, at HotPath's construction), so reading one is a load
+// instead of an attribute lookup. Anything else is asked for by name.
+enum GenField {
+    G_ID, G_ADDRESS, G_END, G_CREATOR, G_WEAK, G_GROUP, G_DIRTY, G_SNAPSHOT, G_ALIASES, G_N
+};
+const char* const GEN_FIELD_NAMES[G_N] = {"id", "address", "end", "creator", "weak", "group",
+                                          "dirty", "snapshot", "aliases"};
+static_assert(G_N == 9, "HotPath::gen_offsets holds one offset per GenField");
+PyObject* gen_field_names[G_N];
+
+constexpr int N_FIELDS = 0
+#define COUNT(name) +1
+    HOT_FIELDS(COUNT)
+#undef COUNT
+    ;
+
+PyObject** fields(HotPath* h) { return &h->trace; }   // (declared in a row)
+
+int hot_traverse(PyObject* self, visitproc visit, void* arg) {
+    PyObject** f = fields(reinterpret_cast<HotPath*>(self));
+    for (int i = 0; i < N_FIELDS; ++i) Py_VISIT(f[i]);
+    return 0;
+}
+
+int hot_clear(PyObject* self) {
+    PyObject** f = fields(reinterpret_cast<HotPath*>(self));
+    for (int i = 0; i < N_FIELDS; ++i) Py_CLEAR(f[i]);
+    return 0;
+}
+
+void hot_dealloc(PyObject* self) {
+    PyTypeObject* type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    hot_clear(self);
+    type->tp_free(self);
+    Py_DECREF(type);   // a heap type: each instance holds its type
+}
+
+int hot_init(PyObject* self, PyObject* args, PyObject* kwargs) {
+    HotPath* h = reinterpret_cast<HotPath*>(self);
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "HotPath takes positional arguments only");
+        return -1;
+    }
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != N_FIELDS + 2) {
+        PyErr_Format(PyExc_TypeError, "HotPath takes %d arguments, got %zd", N_FIELDS + 2,
+                     PyTuple_Check(args) ? PyTuple_GET_SIZE(args) : (Py_ssize_t)-1);
+        return -1;
+    }
+    PyObject** f = fields(h);
+    for (int i = 0; i < N_FIELDS; ++i) {
+        PyObject* v = PyTuple_GET_ITEM(args, i);
+        Py_INCREF(v);
+        Py_XSETREF(f[i], v);
+    }
+    struct Check { PyObject* o; bool ok; const char* what; } checks[] = {
+        {h->calls, PyList_CheckExact(h->calls) != 0, "calls must be a list"},
+        {h->by_sid, PyDict_CheckExact(h->by_sid) != 0, "by_sid must be a dict"},
+        {h->born, PyDict_CheckExact(h->born) != 0, "born must be a dict"},
+        {h->specs, PyDict_CheckExact(h->specs) != 0, "specs must be a dict"},
+        {h->slots, PyList_CheckExact(h->slots) != 0, "slots must be a list"},
+        {h->weak, PyList_CheckExact(h->weak) != 0, "weak must be a list"},
+        {h->pages, PyDict_CheckExact(h->pages) != 0, "pages must be a dict"},
+        {h->storages, PyList_CheckExact(h->storages) != 0, "storages must be a list"},
+        {h->user_known, PyDict_CheckExact(h->user_known) != 0, "user_known must be a dict"},
+        {h->odd_dtypes, PyAnySet_Check(h->odd_dtypes) != 0, "odd_dtypes must be a set"},
+        {h->plain_types, PyTuple_Check(h->plain_types) != 0, "plain_types must be a tuple"},
+        {h->tensor_type, PyType_Check(h->tensor_type) != 0, "tensor_type must be a type"},
+        {h->parameter_type, PyType_Check(h->parameter_type) != 0,
+         "parameter_type must be a type"},
+        {h->gen_type, PyType_Check(h->gen_type) != 0, "gen_type must be a type"},
+        {h->no_aliases, PyFrozenSet_CheckExact(h->no_aliases) != 0,
+         "no_aliases must be a frozenset"},
+        {h->call_type, PyType_Check(h->call_type) &&
+                           PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(h->call_type),
+                                            &PyList_Type),
+         "call_type must be a list subclass"},
+    };
+    for (const Check& c : checks)
+        if (!c.ok) {
+            PyErr_Format(PyExc_TypeError, "HotPath: %s, got %.100s", c.what, Py_TYPE(c.o)->tp_name);
+            return -1;
+        }
+    h->values = PyObject_IsTrue(PyTuple_GET_ITEM(args, N_FIELDS));
+    if (h->values < 0) return -1;
+    long shift = PyLong_AsLong(PyTuple_GET_ITEM(args, N_FIELDS + 1));
+    if (shift == -1 && PyErr_Occurred()) return -1;
+    if (shift < 0 || shift > 40) {
+        PyErr_Format(PyExc_ValueError, "HotPath: page_shift must be in [0, 40], got %ld", shift);
+        return -1;
+    }
+    h->page_shift = static_cast<int>(shift);
+    for (int i = 0; i < G_N; ++i) {
+        h->gen_offsets[i] = -1;
+        Ref d(PyObject_GetAttr(h->gen_type, gen_field_names[i]));
+        if (!d.p) return -1;
+        if (Py_TYPE(d.p) == &PyMemberDescr_Type) {
+            PyMemberDef* m = reinterpret_cast<PyMemberDescrObject*>(d.p)->d_member;
+            if (m->type == T_OBJECT_EX && !(m->flags & READONLY)) h->gen_offsets[i] = m->offset;
+        }
+    }
+    return 0;
+}
+
+// gen.<field>, a new reference (nullptr with an exception when unset)
+PyObject* gen_get(HotPath* h, PyObject* gen, GenField f) {
+    Py_ssize_t off = h->gen_offsets[f];
+    if (off >= 0 && Py_TYPE(gen) == reinterpret_cast<PyTypeObject*>(h->gen_type)) {
+        PyObject* v = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(gen) + off);
+        if (v) return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(gen, gen_field_names[f]);
+}
+
+bool gen_set(HotPath* h, PyObject* gen, GenField f, PyObject* value) {
+    Py_ssize_t off = h->gen_offsets[f];
+    if (off >= 0 && Py_TYPE(gen) == reinterpret_cast<PyTypeObject*>(h->gen_type)) {
+        PyObject** at = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(gen) + off);
+        Py_XSETREF(*at, Py_NewRef(value));
+        return true;
+    }
+    return PyObject_SetAttr(gen, gen_field_names[f], value) == 0;
+}
+
+bool gen_int(HotPath* h, PyObject* gen, GenField f, long long* out) {
+    Ref v(gen_get(h, gen, f));
+    if (!v.p) return false;
+    *out = PyLong_AsLongLong(v.p);
+    return !(*out == -1 && PyErr_Occurred());
+}
+
+// ---- small helpers ----------------------------------------------------------------------
+
+PyObject* call0(PyObject* f) { return PyObject_CallNoArgs(f); }
+PyObject* method0(PyObject* o, PyObject* name) { return PyObject_CallMethodNoArgs(o, name); }
+
+bool is_tensor(HotPath* h, PyObject* o) {
+    return PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(h->tensor_type));
+}
+
+// the slot object for access number k (tracer._SLOTS, else tracer._slot(k))
+PyObject* slot_of(HotPath* h, Py_ssize_t k) {
+    if (k < PyList_GET_SIZE(h->slots)) return Py_NewRef(PyList_GET_ITEM(h->slots, k));
+    Ref n(PyLong_FromSsize_t(k));
+    return n.p ? PyObject_CallOneArg(h->slot, n.p) : nullptr;
+}
+
+// The pending exception, taken and normalised (restore() puts it back as it was).
+struct Pending {
+    PyObject* type = nullptr;
+    PyObject* value = nullptr;
+    PyObject* traceback = nullptr;
+    Pending() {
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+    }
+    Pending(const Pending&) = delete;
+    Pending& operator=(const Pending&) = delete;
+    void restore() {
+        PyErr_Restore(type, value, traceback);
+        type = value = traceback = nullptr;
+    }
+    ~Pending() {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+    }
+};
+
+// call[i] = v (steals nothing)
+bool set_field(PyObject* call, Py_ssize_t i, PyObject* v) {
+    return PyList_SetItem(call, i, Py_NewRef(v)) == 0;
+}
+
+// The text the reference records for the pending exception (tracer._text), which stays
+// pending; false (and the exception replaced) if even that fails.
+bool note_error(HotPath* h, PyObject* call, Py_ssize_t field) {
+    Pending exc;
+    Ref text(PyObject_CallOneArg(h->text, exc.value ? exc.value : Py_None));
+    bool ok = text.p && set_field(call, field, text.p);
+    if (ok) exc.restore();
+    return ok;
+}
+
+// tracer._text of the pending exception, which is cleared; nullptr on error
+PyObject* error_text(HotPath* h) {
+    Pending exc;
+    return PyObject_CallOneArg(h->text, exc.value ? exc.value : Py_None);
+}
+
+// Does a layout map two indices to one element, as far as memory.may_overlap_internally can
+// tell without solving (each stride, in increasing order, steps past what the smaller ones
+// reach)? -1 on error; 1 when unsure (the reference then decides).
+int may_overlap_internally(PyObject* sizes, PyObject* strides) {
+    Ref sz(PySequence_Tuple(sizes)), st(PySequence_Tuple(strides));
+    if (!sz.p || !st.p) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(sz.p);
+    if (PyTuple_GET_SIZE(st.p) != n) return 1;
+    std::vector<std::pair<long long, long long>> dims;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(sz.p, i));
+        long long stride = PyLong_AsLongLong(PyTuple_GET_ITEM(st.p, i));
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (size > 1) dims.emplace_back(stride < 0 ? -stride : stride, size);
+    }
+    std::sort(dims.begin(), dims.end());
+    __int128 reach = 0;
+    for (auto& [s, size] : dims) {
+        if (s <= reach) return 1;
+        reach += static_cast<__int128>(s) * (size - 1);
+    }
+    return 0;
+}
+
+// ---- one call ---------------------------------------------------------------------------
+
+struct TensorArg {   // an entry of a fast form's tensors: (pos, name, is_list, mode, code)
+    Py_ssize_t pos;
+    PyObject* name;
+    bool is_list;
+    PyObject* mode;
+    long code;
+};
+
+struct Call {
+    HotPath* h;
+    PyObject* func;
+    PyObject* args;
+    PyObject* kwargs;
+    PyObject* spec;
+    PyObject* run;
+    PyObject* fast;
+    long flags;
+    Py_ssize_t index;
+    PyObject* index_obj;
+    PyObject* call;       // the Call list
+    PyObject* accesses;   // list of access tuples
+    bool plain_bits;
+    std::vector<TensorArg> tensors;
+};
+
+// v for the tensor argument at schema position pos (name: its name), borrowed, or nullptr
+PyObject* argument(Call& c, Py_ssize_t pos, PyObject* name) {
+    if (pos < PyTuple_GET_SIZE(c.args)) return PyTuple_GET_ITEM(c.args, pos);
+    PyObject* v = PyDict_GetItemWithError(c.kwargs, name);
+    return v;
+}
+
+// Trace._capture(t, mode, pos, k, index, accesses, creating)
+bool capture_py(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssize_t k,
+                bool creating) {
+    Ref p(PyLong_FromSsize_t(pos)), kk(PyLong_FromSsize_t(k));
+    if (!p.p || !kk.p) return false;
+    PyObject* a[] = {c.h->trace, t, mode, p.p, kk.p, c.index_obj, c.accesses,
+                     creating ? Py_True : Py_False};
+    Ref r(PyObject_VectorcallMethod(s_capture, a, 8 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr));
+    return r.p != nullptr;
+}
+
+// Append the access tuple (mode, pos, k, gen, ptr, sizes, strides, dtype, born, bits); the
+// conj/neg bits are read once a bit view was made (before, every tensor's are 0).
+bool append_access(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssize_t k,
+                   PyObject* gen, PyObject* ptr, PyObject* shape, PyObject* stride,
+                   PyObject* dtype, long long born) {
+    long bits = 0;
+    if (!c.plain_bits) {
+        Ref conj(method0(t, s_is_conj));
+        Ref neg(conj.p ? method0(t, s_is_neg) : nullptr);
+        if (!neg.p) return false;
+        int cj = PyObject_IsTrue(conj.p), ng = PyObject_IsTrue(neg.p);
+        if (cj < 0 || ng < 0) return false;
+        bits = cj << 1 | ng;
+    }
+    Ref pos_obj(PyLong_FromSsize_t(pos)), k_obj(PyLong_FromSsize_t(k));
+    Ref born_obj(PyLong_FromLongLong(born)), bits_obj(PyLong_FromLong(bits));
+    if (!pos_obj.p || !k_obj.p || !born_obj.p || !bits_obj.p) return false;
+    Ref acc(PyTuple_Pack(10, mode, pos_obj.p, k_obj.p, gen, ptr, shape, stride, dtype,
+                         born_obj.p, bits_obj.p));
+    return acc.p && PyList_Append(c.accesses, acc.p) == 0;
+}
+
+PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* base,
+                  long long base_v, long long nbytes, bool creating);
+
+// A new generation for a plain tensor's storage, first seen (or moved) as an argument
+// (Trace._gen); nullptr without an exception: leave it to Trace._capture (a tensor subclass,
+// an odd dtype, no memory).
+PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd) {
+    HotPath* h = c.h;
+    if (odd || (Py_TYPE(t) != reinterpret_cast<PyTypeObject*>(h->tensor_type) &&
+                Py_TYPE(t) != reinterpret_cast<PyTypeObject*>(h->parameter_type)))
+        return nullptr;
+    Ref st(method0(t, s_untyped_storage));
+    Ref base(st.p ? method0(st.p, s_data_ptr) : nullptr);
+    Ref nbytes(base.p ? method0(st.p, s_nbytes) : nullptr);
+    if (!nbytes.p) return nullptr;
+    long long base_v = PyLong_AsLongLong(base.p);
+    long long nbytes_v = PyLong_AsLongLong(nbytes.p);
+    if (PyErr_Occurred() || !base_v) return nullptr;
+    return new_gen(c, t, st.p, sid, base.p, base_v, nbytes_v, false);
+}
+
+// The access tuple of a plain tensor, appended (Trace._before's inline path, and
+// Trace._capture's for a storage first seen); anything else goes to Trace._capture.
+bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py_ssize_t k) {
+    HotPath* h = c.h;
+    Ref sid(PyObject_CallOneArg(h->storage_address, t));
+    Ref ptr(sid.p ? method0(t, s_data_ptr) : nullptr);
+    Ref shape(ptr.p ? PyObject_GetAttr(t, s_shape) : nullptr);
+    Ref stride(shape.p ? method0(t, s_stride) : nullptr);
+    Ref dtype(stride.p ? PyObject_GetAttr(t, s_dtype) : nullptr);
+    long long at = dtype.p ? PyLong_AsLongLong(ptr.p) : 0;
+    int odd = PyErr_Occurred() ? 0 : PySet_Contains(h->odd_dtypes, dtype.p);
+    if (PyErr_Occurred()) {   // Trace._capture says what it is
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return false;
+        PyErr_Clear();
+        return capture_py(c, t, mode, pos, k, false);
+    }
+    PyObject* known = PyDict_GetItemWithError(h->by_sid, sid.p);  // borrowed
+    if (!known && PyErr_Occurred()) return false;
+    Ref gen(Py_XNewRef(known));
+    bool inside = false;
+    if (gen.p) {
+        long long address, end;
+        if (!gen_int(h, gen.p, G_ADDRESS, &address) || !gen_int(h, gen.p, G_END, &end))
+            return false;
+        inside = address <= at && at <= end;
+    }
+    if (!gen.p || !inside || odd) {
+        if (odd) return capture_py(c, t, mode, pos, k, false);
+        Py_XSETREF(gen.p, first_sight(c, t, sid.p, false));
+        if (!gen.p) {
+            if (PyErr_Occurred()) return false;
+            return capture_py(c, t, mode, pos, k, false);
+        }
+    }
+    PyObject* g = gen.p;
+    long long born = -2;
+    if (code != M_NONE) {
+        Ref dirty(gen_get(h, g, G_DIRTY));
+        if (!dirty.p) return false;
+        int is_dirty = PyObject_IsTrue(dirty.p);
+        if (is_dirty < 0) return false;
+        if (is_dirty) {
+            Ref cdata(PyObject_GetAttr(t, s_cdata));
+            if (!cdata.p) return false;
+            PyObject* b = PyDict_GetItemWithError(h->born, cdata.p);
+            if (b) {
+                born = PyLong_AsLongLong(b);
+                if (born == -1 && PyErr_Occurred()) return false;
+            } else if (PyErr_Occurred()) {
+                return false;
+            } else {
+                born = -1;
+            }
+        }
+        if (code != M_R) {
+            Ref creator(gen_get(h, g, G_CREATOR));
+            if (!creator.p) return false;
+            int same = PyObject_RichCompareBool(creator.p, c.index_obj, Py_EQ);
+            if (same < 0) return false;
+            if (!same && !gen_set(h, g, G_DIRTY, Py_True)) return false;
+        }
+    }
+    return append_access(c, t, mode, pos, k, g, ptr.p, shape.p, stride.p, dtype.p, born);
+}
+
+// Trace._before without its rare parts (the fast form excludes them): the access tuples,
+// and with values, the call's template with tensors as slots.
+bool before(Call& c) {
+    HotPath* h = c.h;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(c.args);
+    Ref targs(h->values ? PySequence_List(c.args) : nullptr);
+    if (h->values && !targs.p) return false;
+    bool kw_copy = h->values && PyDict_GET_SIZE(c.kwargs);
+    Ref tkw(kw_copy ? PyDict_Copy(c.kwargs) : Py_NewRef(c.kwargs));
+    if (!tkw.p) return false;
+    for (const TensorArg& a : c.tensors) {
+        PyObject* v;
+        PyObject* holder;
+        if (a.pos < nargs) {
+            v = PyTuple_GET_ITEM(c.args, a.pos);
+            holder = targs.p;
+        } else {
+            v = PyDict_GetItemWithError(c.kwargs, a.name);
+            if (!v) {
+                if (PyErr_Occurred()) return false;
+                continue;
+            }
+            if (v == Py_None) continue;
+            holder = tkw.p;
+        }
+        Py_INCREF(v);
+        Ref vref(v);
+        if (a.is_list) {
+            if (!PyList_Check(v) && !PyTuple_Check(v)) continue;
+            Ref seq(PySequence_List(v));   // (a list the op holds: walk a copy)
+            if (!seq.p) return false;
+            Ref marks(PyList_New(0));
+            if (!marks.p) return false;
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(seq.p); ++j) {
+                PyObject* t = PyList_GET_ITEM(seq.p, j);
+                if (is_tensor(h, t)) {
+                    Ref mark(slot_of(h, PyList_GET_SIZE(c.accesses)));
+                    if (!mark.p || PyList_Append(marks.p, mark.p) < 0) return false;
+                    if (!capture(c, t, a.mode, a.code, a.pos, j)) return false;
+                } else if (PyList_Append(marks.p, t) < 0) {
+                    return false;
+                }
+            }
+            if (h->values) {
+                Ref held(PyList_CheckExact(v) ? Py_NewRef(marks.p)
+                         : PyTuple_CheckExact(v) ? PyList_AsTuple(marks.p)
+                         : PyObject_CallOneArg(reinterpret_cast<PyObject*>(Py_TYPE(v)), marks.p));
+                if (!held.p) return false;
+                if (holder == targs.p ? PyList_SetItem(targs.p, a.pos, held.release()) < 0
+                                      : PyDict_SetItem(tkw.p, a.name, held.p) < 0)
+                    return false;
+            }
+            continue;
+        }
+        if (!is_tensor(h, v)) continue;   // None, or a Python number where the schema allows
+        if (h->values) {
+            Ref mark(slot_of(h, PyList_GET_SIZE(c.accesses)));
+            if (!mark.p) return false;
+            if (holder == targs.p ? PyList_SetItem(targs.p, a.pos, mark.release()) < 0
+                                  : PyDict_SetItem(tkw.p, a.name, mark.p) < 0)
+                return false;
+        }
+        if (!capture(c, v, a.mode, a.code, a.pos, -1)) return false;
+    }
+    if (h->values) {
+        Ref tmpl(PyTuple_Pack(2, targs.p, tkw.p));
+        if (!tmpl.p || !set_field(c.call, 8, tmpl.p)) return false;
+    }
+    return true;
+}
+
+long mode_code(PyObject* mode) {
+    if (mode == Py_None) return M_NONE;
+    if (PyUnicode_CompareWithASCIIString(mode, "R") == 0) return M_R;
+    if (PyUnicode_CompareWithASCIIString(mode, "W") == 0) return M_W;
+    return M_RW;
+}
+
+// Trace._suspect's first half: could a written argument share memory with another argument
+// (outside the elementwise exemption) or overlap itself? 1: ask Trace._suspect; -1: error.
+int suspect(Call& c) {
+    Py_ssize_t n = PyList_GET_SIZE(c.accesses);
+    std::vector<long long> group(n, 0);
+    std::vector<long> code(n, M_NONE);
+    std::vector<bool> has_gen(n, false), written(n, false);
+    bool any = false;
+    for (Py_ssize_t j = 0; j < n; ++j) {
+        PyObject* acc = PyList_GET_ITEM(c.accesses, j);
+        PyObject* gen = PyTuple_GET_ITEM(acc, 3);
+        code[j] = mode_code(PyTuple_GET_ITEM(acc, 0));
+        if (gen == Py_None) continue;
+        has_gen[j] = true;
+        if (!gen_int(c.h, gen, G_GROUP, &group[j])) return -1;
+        if (code[j] == M_W || code[j] == M_RW) written[j] = any = true;
+    }
+    if (!any) return 0;
+    for (Py_ssize_t j = 0; j < n; ++j) {
+        if (!has_gen[j] || code[j] == M_NONE) continue;
+        for (Py_ssize_t w = 0; w < n; ++w) {
+            if (!written[w] || w == j || group[w] != group[j]) continue;
+            if (code[j] == M_R && (c.flags & (F_ELEMENTWISE | F_FOREACH))) {
+                PyObject* aw = PyList_GET_ITEM(c.accesses, w);
+                PyObject* aj = PyList_GET_ITEM(c.accesses, j);
+                bool same_k = true;
+                if (c.flags & F_FOREACH) {
+                    int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(aw, 2),
+                                                      PyTuple_GET_ITEM(aj, 2), Py_EQ);
+                    if (eq < 0) return -1;
+                    same_k = eq;
+                }
+                if (same_k) {
+                    Ref same(PyObject_CallFunctionObjArgs(c.h->same_layout, aw, aj, nullptr));
+                    if (!same.p) return -1;
+                    int s = PyObject_IsTrue(same.p);
+                    if (s < 0) return -1;
+                    if (s) continue;
+                }
+            }
+            return 1;
+        }
+    }
+    for (Py_ssize_t w = 0; w < n; ++w) {
+        if (!written[w]) continue;
+        PyObject* acc = PyList_GET_ITEM(c.accesses, w);
+        int m = may_overlap_internally(PyTuple_GET_ITEM(acc, 5), PyTuple_GET_ITEM(acc, 6));
+        if (m) return m;
+    }
+    return 0;
+}
+
+// Did the op resize or move a written argument (Trace._moved's test)? 1: ask Trace._moved.
+int moved(Call& c) {
+    Py_ssize_t n = PyList_GET_SIZE(c.accesses);
+    for (Py_ssize_t j = 0; j < n; ++j) {
+        PyObject* acc = PyList_GET_ITEM(c.accesses, j);
+        long code = mode_code(PyTuple_GET_ITEM(acc, 0));
+        if ((code != M_W && code != M_RW) || PyTuple_GET_ITEM(acc, 3) == Py_None) continue;
+        Py_ssize_t pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(acc, 1));
+        Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(acc, 2));
+        if (PyErr_Occurred()) return -1;
+        if (pos < 0) continue;
+        PyObject* name = nullptr;
+        for (const TensorArg& a : c.tensors)
+            if (a.pos == pos) name = a.name;
+        if (!name) return 1;
+        PyObject* v = argument(c, pos, name);
+        if (!v) return PyErr_Occurred() ? -1 : 1;
+        Ref t(k >= 0 ? PySequence_GetItem(v, k) : Py_NewRef(v));
+        if (!t.p) return -1;
+        Ref ptr(method0(t.p, s_data_ptr));
+        if (!ptr.p) return -1;
+        int same = PyObject_RichCompareBool(ptr.p, PyTuple_GET_ITEM(acc, 4), Py_EQ);
+        if (same <= 0) return same < 0 ? -1 : 1;
+        Ref shape(PyObject_GetAttr(t.p, s_shape));
+        if (!shape.p) return -1;
+        same = PyObject_RichCompareBool(shape.p, PyTuple_GET_ITEM(acc, 5), Py_EQ);
+        if (same <= 0) return same < 0 ? -1 : 1;
+        Ref stride(method0(t.p, s_stride));
+        if (!stride.p) return -1;
+        same = PyObject_RichCompareBool(stride.p, PyTuple_GET_ITEM(acc, 6), Py_EQ);
+        if (same <= 0) return same < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+// Ids of the generations still alive (their storage not freed, and still its latest
+// generation) whose address ranges meet [start, end) (Trace._live_overlapping): a frozenset,
+// or the shared empty one. A long page list is first cleared of dead generations.
+PyObject* live_overlapping(HotPath* h, long long start, long long end) {
+    constexpr Py_ssize_t PRUNE_AT = 64;   // tracer._PRUNE_AT
+    Ref found(PySet_New(nullptr));
+    if (!found.p) return nullptr;
+    // alive and its storage's latest generation? -1 on error
+    auto live = [h](PyObject* g) -> int {
+        Ref weak(gen_get(h, g, G_WEAK));
+        if (!weak.p) return -1;
+        Ref expired(PyObject_CallOneArg(h->expired, weak.p));
+        if (!expired.p) return -1;
+        int dead = PyObject_IsTrue(expired.p);
+        if (dead) return dead < 0 ? -1 : 0;
+        PyObject* latest = PyDict_GetItemWithError(h->by_sid, weak.p);
+        if (!latest) return PyErr_Occurred() ? -1 : 0;
+        return latest == g;
+    };
+    long long last = ((end > start + 1 ? end : start + 1) - 1) >> h->page_shift;
+    for (long long page = start >> h->page_shift; page <= last; ++page) {
+        Ref key(PyLong_FromLongLong(page));
+        if (!key.p) return nullptr;
+        PyObject* bucket = PyDict_GetItemWithError(h->pages, key.p);
+        if (!bucket) {
+            if (PyErr_Occurred()) return nullptr;
+            continue;
+        }
+        Ref held(Py_NewRef(bucket));
+        if (!PyList_Check(bucket)) {
+            PyErr_SetString(PyExc_TypeError, "a page bucket is not a list");
+            return nullptr;
+        }
+        if (PyList_GET_SIZE(bucket) > PRUNE_AT) {
+            Ref kept(PyList_New(0));
+            if (!kept.p) return nullptr;
+            Ref items(PySequence_List(bucket));
+            if (!items.p) return nullptr;
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items.p); ++i) {
+                PyObject* g = PyList_GET_ITEM(items.p, i);
+                int alive = live(g);
+                if (alive < 0 || (alive && PyList_Append(kept.p, g) < 0)) return nullptr;
+            }
+            if (PyList_SetSlice(bucket, 0, PyList_GET_SIZE(bucket), kept.p) < 0) return nullptr;
+        }
+        Ref items(PySequence_List(bucket));
+        if (!items.p) return nullptr;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items.p); ++i) {
+            PyObject* g = PyList_GET_ITEM(items.p, i);
+            long long address, g_end;
+            if (!gen_int(h, g, G_ADDRESS, &address) || !gen_int(h, g, G_END, &g_end))
+                return nullptr;
+            if (!(address < end && start < g_end)) continue;
+            int alive = live(g);
+            if (alive < 0) return nullptr;
+            if (alive) {
+                Ref id(gen_get(h, g, G_ID));
+                if (!id.p || PySet_Add(found.p, id.p) < 0) return nullptr;
+            }
+        }
+    }
+    if (PySet_GET_SIZE(found.p) == 0) return Py_NewRef(h->no_aliases);
+    return PyFrozenSet_New(found.p);
+}
+
+// A generation for storage st (StorageImpl address sid) at base, nbytes long, first seen by
+// this call (Trace._new_gen; creating: the call made it): pinned, indexed by page, the
+// storage's latest. One the call did not make may share memory with live storages, and with
+// values its bytes are copied now, for replay.
+PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* base,
+                  long long base_v, long long nbytes, bool creating) {
+    HotPath* h = c.h;
+    int known = PyDict_Contains(h->by_sid, sid);
+    if (known < 0) return nullptr;
+    if (!known) {
+        Ref pin(method0(st, s_weak_ref));   // pins the StorageImpl object, not its bytes
+        if (!pin.p || PyList_Append(h->weak, sid) < 0) return nullptr;
+    }
+    Ref cpu(PyObject_GetAttr(t, s_is_cpu));
+    if (!cpu.p) return nullptr;
+    int is_cpu = PyObject_IsTrue(cpu.p);
+    if (is_cpu < 0) return nullptr;
+    Ref device;
+    if (is_cpu) {
+        device.p = Py_NewRef(s_cpu);
+    } else {
+        Ref d(PyObject_GetAttr(t, s_device));
+        device.p = d.p ? PyObject_GetAttr(d.p, s_type) : nullptr;
+        if (!device.p) return nullptr;
+    }
+    Ref id(PyLong_FromSsize_t(PyList_GET_SIZE(h->storages)));
+    Ref size(PyLong_FromLongLong(nbytes));
+    if (!id.p || !size.p) return nullptr;
+    PyObject* a[] = {nullptr, id.p, base, size.p, creating ? c.index_obj : Py_None, sid,
+                     device.p, c.index_obj};
+    Ref gen(PyObject_Vectorcall(h->gen_type, a + 1, 7 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr));
+    if (!gen.p) return nullptr;
+    if (!creating) {
+        Ref aliases(live_overlapping(h, base_v, base_v + nbytes));
+        if (!aliases.p) return nullptr;
+        if (!gen_set(h, gen.p, G_ALIASES, aliases.p)) return nullptr;
+        if (PySet_GET_SIZE(aliases.p)) {   // the group: the smallest of theirs
+            Ref it(PyObject_GetIter(aliases.p));
+            if (!it.p) return nullptr;
+            Ref group;
+            while (PyObject* i = PyIter_Next(it.p)) {
+                Ref iref(i);
+                Ref older(PyObject_GetItem(h->storages, i));
+                Ref g(older.p ? gen_get(h, older.p, G_GROUP) : nullptr);
+                if (!g.p) return nullptr;
+                int less = group.p ? PyObject_RichCompareBool(g.p, group.p, Py_LT) : 1;
+                if (less < 0) return nullptr;
+                if (less) Py_XSETREF(group.p, g.release());
+            }
+            if (PyErr_Occurred() || !group.p || !gen_set(h, gen.p, G_GROUP, group.p))
+                return nullptr;
+        }
+        if (h->values) {   // (tracer._copy: bytes read where they are on the CPU)
+            Ref copy(is_cpu ? PyBytes_FromStringAndSize(
+                                  reinterpret_cast<const char*>(static_cast<intptr_t>(base_v)),
+                                  static_cast<Py_ssize_t>(nbytes))
+                            : method0(st, s_clone));
+            if (!copy.p || !gen_set(h, gen.p, G_SNAPSHOT, copy.p)) return nullptr;
+        }
+    }
+    if (PyList_Append(h->storages, gen.p) < 0) return nullptr;
+    if (nbytes) {
+        long long first = base_v >> h->page_shift, last = (base_v + nbytes - 1) >> h->page_shift;
+        for (long long page = first; page <= last; ++page) {
+            Ref key(PyLong_FromLongLong(page));
+            if (!key.p) return nullptr;
+            PyObject* bucket = PyDict_GetItemWithError(h->pages, key.p);
+            if (bucket) {
+                if (PyList_Append(bucket, gen.p) < 0) return nullptr;
+            } else {
+                if (PyErr_Occurred()) return nullptr;
+                Ref fresh(PyList_New(1));
+                if (!fresh.p) return nullptr;
+                PyList_SET_ITEM(fresh.p, 0, Py_NewRef(gen.p));
+                if (PyDict_SetItem(h->pages, key.p, fresh.p) < 0) return nullptr;
+            }
+        }
+    }
+    if (PyDict_SetItem(h->by_sid, sid, gen.p) < 0) return nullptr;
+    return gen.release();
+}
+
+// Trace._fresh: the write access of a tensor the call returned new; its slot.
+PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
+    HotPath* h = c.h;
+    Py_ssize_t k = PyList_GET_SIZE(c.accesses);
+    Ref sid(PyObject_CallOneArg(h->storage_address, t));
+    Ref st(sid.p ? method0(t, s_untyped_storage) : nullptr);
+    Ref base(st.p ? method0(st.p, s_data_ptr) : nullptr);
+    Ref nbytes(base.p ? method0(st.p, s_nbytes) : nullptr);
+    Ref ptr(nbytes.p ? method0(t, s_data_ptr) : nullptr);
+    Ref shape(ptr.p ? PyObject_GetAttr(t, s_shape) : nullptr);
+    Ref stride(shape.p ? method0(t, s_stride) : nullptr);
+    Ref dtype(stride.p ? PyObject_GetAttr(t, s_dtype) : nullptr);
+    long long base_v = 0, nbytes_v = 0;
+    int odd = 0;
+    if (dtype.p) {
+        base_v = PyLong_AsLongLong(base.p);
+        nbytes_v = base_v == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(nbytes.p);
+        odd = PyErr_Occurred() ? 1 : PySet_Contains(h->odd_dtypes, dtype.p);
+        if (odd < 0) return nullptr;
+    }
+    if (PyErr_Occurred()) {   // Trace._capture says what it is
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+        PyErr_Clear();
+        base_v = 0;
+    }
+    Ref gen;
+    if (!base_v || odd) {
+        if (!capture_py(c, t, s_W, -1, j, true)) return nullptr;
+        if (PyList_GET_SIZE(c.accesses) <= k) {
+            PyErr_SetString(PyExc_RuntimeError, "_capture appended no access");
+            return nullptr;
+        }
+        gen.p = Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(c.accesses, k), 3));
+    } else {
+        gen.p = new_gen(c, t, st.p, sid.p, base.p, base_v, nbytes_v, true);
+        if (!gen.p) return nullptr;
+        // a generation made by this call: not dirty, so no birth needed (born -2)
+        if (!append_access(c, t, s_W, -1, j, gen.p, ptr.p, shape.p, stride.p, dtype.p, -2))
+            return nullptr;
+    }
+    if ((c.flags & F_UNINITIALIZED) && h->values && gen.p != Py_None) {
+        Ref snap(gen_get(h, gen.p, G_SNAPSHOT));
+        if (!snap.p) return nullptr;
+        if (snap.p == Py_None) {   // replay needs its unspecified bytes
+            Ref st2(method0(t, s_untyped_storage));
+            Ref copy(st2.p ? PyObject_CallFunctionObjArgs(h->copy, st2.p, gen.p, nullptr)
+                           : nullptr);
+            if (!copy.p || !gen_set(h, gen.p, G_SNAPSHOT, copy.p)) return nullptr;
+        }
+    }
+    return slot_of(h, k);
+}
+
+bool mark_born(Call& c, PyObject* t) {
+    Ref cdata(PyObject_GetAttr(t, s_cdata));
+    return cdata.p && PyDict_SetItem(c.h->born, cdata.p, c.index_obj) == 0;
+}
+
+bool plain(HotPath* h, PyObject* x, int* out) {
+    if (x == Py_None) {
+        *out = 1;
+        return true;
+    }
+    *out = PyObject_IsInstance(x, h->plain_types);
+    return *out >= 0;
+}
+
+// Trace._results; nullptr with no exception set: ask Trace._results (a nested list)
+PyObject* results(Call& c, PyObject* out) {
+    HotPath* h = c.h;
+    PyObject* fresh_flags = PyTuple_GET_ITEM(c.fast, 2);
+    Py_ssize_t nfresh = PyTuple_GET_SIZE(fresh_flags);
+    Py_ssize_t nreturns = PyLong_AsSsize_t(PyTuple_GET_ITEM(c.fast, 3));
+    if (nreturns == -1 && PyErr_Occurred()) return nullptr;
+    auto fresh_at = [&](Py_ssize_t j) { return j < nfresh &&
+                                               PyTuple_GET_ITEM(fresh_flags, j) == Py_True; };
+    if (is_tensor(h, out)) {
+        if (!mark_born(c, out)) return nullptr;
+        if (fresh_at(0)) return fresh(c, out, -1);
+        Py_RETURN_NONE;
+    }
+    if (PyList_Check(out) || PyTuple_Check(out)) {
+        Ref items(PySequence_Fast(out, "results"));
+        if (!items.p) return nullptr;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(items.p);
+        for (Py_ssize_t j = 0; j < n; ++j) {
+            PyObject* o = PySequence_Fast_GET_ITEM(items.p, j);
+            if (!is_tensor(h, o) && (PyList_Check(o) || PyTuple_Check(o))) return nullptr;
+        }
+        Ref res(PyList_New(n));
+        if (!res.p) return nullptr;
+        for (Py_ssize_t j = 0; j < n; ++j) {
+            PyObject* o = PySequence_Fast_GET_ITEM(items.p, j);
+            PyObject* r;
+            if (is_tensor(h, o)) {
+                if (!mark_born(c, o)) return nullptr;
+                r = fresh_at(j) || (nreturns == 1 && fresh_at(0)) ? fresh(c, o, j)
+                                                                  : Py_NewRef(Py_None);
+            } else {
+                int p;
+                if (!plain(h, o, &p)) return nullptr;
+                r = Py_NewRef(p ? o : Py_None);
+            }
+            if (!r) return nullptr;
+            PyList_SET_ITEM(res.p, j, r);
+        }
+        if (PyList_Check(out)) return res.release();
+        if (PyTuple_CheckExact(out)) return PyList_AsTuple(res.p);
+        return PyObject_CallOneArg(reinterpret_cast<PyObject*>(Py_TYPE(out)), res.p);
+    }
+    int p;
+    if (!plain(h, out, &p)) return nullptr;
+    return Py_NewRef(p ? out : Py_None);
+}
+
+// the trace's method name(args...) (vectorcall, the trace first)
+PyObject* trace_method(HotPath* h, PyObject* name, std::initializer_list<PyObject*> args) {
+    PyObject* a[16];
+    a[0] = h->trace;
+    size_t n = 1;
+    for (PyObject* o : args) a[n++] = o;
+    return PyObject_VectorcallMethod(name, a, n | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+}
+
+// Trace._after without its rare parts: a resized argument, the results.
+bool after(Call& c, PyObject* out) {
+    HotPath* h = c.h;
+    if (c.flags & F_WRITES) {
+        int m = moved(c);
+        if (m < 0) return false;
+        if (m) {
+            Ref r(trace_method(h, s_moved, {c.call, c.spec, c.index_obj, c.args, c.kwargs,
+                                           c.accesses}));
+            if (!r.p) return false;
+        }
+    }
+    if (c.flags & F_RETURNS) {
+        Ref res(results(c, out));
+        if (!res.p) {
+            if (PyErr_Occurred()) return false;
+            res.p = trace_method(h, s_results, {c.spec, out, c.index_obj, c.accesses});
+            if (!res.p) return false;
+        }
+        if (!set_field(c.call, 9, res.p)) return false;
+    }
+    return true;
+}
+
+bool read_tensors(Call& c) {
+    PyObject* tensors = PyTuple_GET_ITEM(c.fast, 1);
+    Py_ssize_t n = PyTuple_GET_SIZE(tensors);
+    c.tensors.reserve(n);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* e = PyTuple_GET_ITEM(tensors, i);
+        TensorArg a;
+        a.pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0));
+        a.name = PyTuple_GET_ITEM(e, 1);
+        a.is_list = PyTuple_GET_ITEM(e, 2) == Py_True;
+        a.mode = PyTuple_GET_ITEM(e, 3);
+        a.code = PyLong_AsLong(PyTuple_GET_ITEM(e, 4));
+        if (PyErr_Occurred()) return false;
+        c.tensors.push_back(a);
+    }
+    return true;
+}
+
+// Is the fast form well made? (tracer._fast builds it: (flags, tensors, fresh, n returns,
+// name); checked once per call, cheaply, so a bad one is an error, not a crash)
+bool fast_form_ok(PyObject* fast) {
+    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 5) return false;
+    PyObject* tensors = PyTuple_GET_ITEM(fast, 1);
+    if (!PyLong_CheckExact(PyTuple_GET_ITEM(fast, 0)) || !PyTuple_CheckExact(tensors) ||
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(fast, 2)) ||
+        !PyLong_CheckExact(PyTuple_GET_ITEM(fast, 3)))
+        return false;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tensors); ++i) {
+        PyObject* e = PyTuple_GET_ITEM(tensors, i);
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 5 ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(e, 0)) ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(e, 1)) || !PyLong_CheckExact(PyTuple_GET_ITEM(e, 4)))
+            return false;
+    }
+    return true;
+}
+
+PyObject* slow(HotPath* h, PyObject* func, PyObject* args, PyObject* kwargs) {
+    return trace_method(h, s_call, {func, args, kwargs});
+}
+
+// The Call list for this call, appended to the trace's calls (Trace._call's first lines).
+bool open_call(Call& c) {
+    HotPath* h = c.h;
+    Ref one(PyLong_FromLong(1));   // past the dispatch mode's frame
+    PyObject* site_args[] = {one.p, h->user_known, h->is_user_code};
+    Ref where(one.p ? PyObject_Vectorcall(h->user_site, site_args, 3, nullptr) : nullptr);
+    if (!where.p) return false;
+    Ref node(call0(h->current_node));
+    if (!node.p) return false;
+    Ref node_seq(node.p == Py_None ? Py_NewRef(Py_None) : method0(node.p, s_sequence_nr));
+    Ref region(node_seq.p ? PyObject_GetAttr(h->streams, s_region) : nullptr);
+    Ref seq(region.p ? call0(h->sequence_nr) : nullptr);
+    Ref fields(seq.p ? PyTuple_New(14) : nullptr);
+    if (!fields.p) return false;
+    PyObject* items[14] = {c.index_obj, c.spec, c.func, where.p, region.p, seq.p, node_seq.p,
+                           nullptr, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
+    Ref empty(PyTuple_New(0));
+    if (!empty.p) return false;
+    items[7] = empty.p;
+    for (int i = 0; i < 14; ++i) PyTuple_SET_ITEM(fields.p, i, Py_NewRef(items[i]));
+    c.call = PyObject_CallOneArg(h->call_type, fields.p);
+    return c.call && PyList_Append(h->calls, c.call) == 0;
+}
+
+// hot(func, args, kwargs): the dispatch mode's whole answer for one aten call
+PyObject* hot_call(PyObject* self, PyObject* const* a, size_t nargsf, PyObject* kwnames) {
+    HotPath* h = reinterpret_cast<HotPath*>(self);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 3 || kwnames) {
+        PyErr_SetString(PyExc_TypeError,
+                        "HotPath(func, args, kwargs) takes 3 positional arguments");
+        return nullptr;
+    }
+    PyObject* func = a[0];
+    PyObject* args = a[1];
+    PyObject* kwargs = a[2];
+    if (!PyTuple_Check(args) || !PyDict_Check(kwargs)) return slow(h, func, args, kwargs);
+    Ref key(PyLong_FromVoidPtr(func));
+    if (!key.p) return nullptr;
+    PyObject* known = PyDict_GetItemWithError(h->specs, key.p);
+    if (!known) {
+        if (PyErr_Occurred()) return nullptr;
+        return slow(h, func, args, kwargs);   // (which makes the entry)
+    }
+    if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != 4 ||
+        PyTuple_GET_ITEM(known, 0) != func || !fast_form_ok(PyTuple_GET_ITEM(known, 3)))
+        return slow(h, func, args, kwargs);
+    Ref known_ref(Py_NewRef(known));
+    {
+        Ref active(PyObject_GetAttr(h->streams, s_active));
+        if (!active.p) return nullptr;
+        int on = PyObject_IsTrue(active.p);
+        if (on < 0) return nullptr;
+        if (on) return slow(h, func, args, kwargs);
+    }
+    Call c;
+    c.h = h;
+    c.func = func;
+    c.args = args;
+    c.kwargs = kwargs;
+    c.spec = PyTuple_GET_ITEM(known, 1);
+    c.run = PyTuple_GET_ITEM(known, 2);
+    c.fast = PyTuple_GET_ITEM(known, 3);
+    c.flags = PyLong_AsLong(PyTuple_GET_ITEM(c.fast, 0));
+    c.index = PyList_GET_SIZE(h->calls);
+    Ref index_obj(PyLong_FromSsize_t(c.index));
+    c.index_obj = index_obj.p;
+    c.call = nullptr;
+    c.accesses = nullptr;
+    if (!index_obj.p || !read_tensors(c) || !open_call(c)) {
+        Py_XDECREF(c.call);
+        return nullptr;
+    }
+    Ref call_ref(c.call);
+    if (c.flags & F_VIEW) {   // no data touched: note when its results were made
+        Ref out(PyObject_Call(c.run, args, kwargs));
+        if (!out.p) {
+            if (PyErr_ExceptionMatches(PyExc_Exception)) note_error(h, c.call, 10);
+            return nullptr;
+        }
+        bool ok = !(c.flags & F_BIT_VIEW) || PyObject_SetAttr(h->trace, s_bits_seen, Py_True) == 0;
+        if (ok && is_tensor(h, out.p)) {
+            ok = mark_born(c, out.p);
+        } else if (ok && (PyList_Check(out.p) || PyTuple_Check(out.p))) {
+            Ref items(PySequence_Fast(out.p, "results"));
+            ok = items.p != nullptr;
+            for (Py_ssize_t j = 0; ok && j < PySequence_Fast_GET_SIZE(items.p); ++j) {
+                PyObject* o = PySequence_Fast_GET_ITEM(items.p, j);
+                if (is_tensor(h, o)) ok = mark_born(c, o);
+            }
+        }
+        if (!ok) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+            Ref text(error_text(h));
+            if (!text.p || !set_field(c.call, 11, text.p)) return nullptr;
+        }
+        return out.release();
+    }
+    Ref bits(PyObject_GetAttr(h->trace, s_bits_seen));
+    if (!bits.p) return nullptr;
+    int seen = PyObject_IsTrue(bits.p);
+    if (seen < 0) return nullptr;
+    c.plain_bits = !seen;
+    Ref accesses(PyList_New(0));
+    if (!accesses.p) return nullptr;
+    c.accesses = accesses.p;
+    if (!before(c)) {   // never break the user's program: run it untracked
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+        Ref text(error_text(h));
+        if (!text.p) return nullptr;
+        return trace_method(h, s_untracked, {c.call, func, args, kwargs, text.p});
+    }
+    if (!set_field(c.call, 7, c.accesses)) return nullptr;   // kept if PyTorch refuses the call
+    Ref finish;
+    if (c.flags & F_WRITES) {
+        int s = suspect(c);
+        if (s > 0) {
+            Ref two(PyLong_FromLong(2));   // the user's frame is past _suspect's and the mode's
+            finish.p = two.p ? trace_method(h, s_suspect, {c.call, c.spec, func, args, kwargs,
+                                                           c.accesses, two.p})
+                             : nullptr;
+        }
+        if (s < 0 || (s > 0 && !finish.p)) {   // no confirmation: the finding stays a hazard
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+            PyErr_Clear();
+        }
+        if (finish.p == Py_None) Py_CLEAR(finish.p);
+    }
+    Ref out(PyObject_Call(c.run, args, kwargs));
+    if (!out.p) {
+        if (PyErr_ExceptionMatches(PyExc_Exception)) note_error(h, c.call, 10);
+        return nullptr;
+    }
+    bool ok;
+    if (finish.p) {
+        Ref r(trace_method(h, s_after, {c.call, c.spec, c.index_obj, args, kwargs, c.accesses,
+                                        out.p, finish.p}));
+        ok = r.p != nullptr;
+    } else {
+        ok = after(c, out.p);
+    }
+    if (!ok) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+        Ref text(error_text(h));
+        Ref empty(PyTuple_New(0));
+        if (!text.p || !empty.p || !set_field(c.call, 11, text.p) ||
+            !set_field(c.call, 7, empty.p) || !set_field(c.call, 8, Py_None) ||
+            !set_field(c.call, 9, Py_None))
+            return nullptr;
+        PyObject* name = PyTuple_GET_ITEM(c.fast, 4);
+        Ref w(trace_method(h, s_warn, {name, text.p}));
+        if (!w.p) return nullptr;
+        return out.release();
+    }
+    if (!finish.p && !set_field(c.call, 7, c.accesses)) return nullptr;
+    return out.release();
+}
+
+
+PyObject* hot_new(PyTypeObject* type, PyObject*, PyObject*) {
+    PyObject* self = type->tp_alloc(type, 0);
+    if (self) {
+        reinterpret_cast<HotPath*>(self)->vectorcall = hot_call;
+        reinterpret_cast<HotPath*>(self)->page_shift = 20;
+    }
+    return self;
+}
+
+PyMemberDef hot_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(HotPath, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+
+const char hot_doc[] =
+    "HotPath(trace, calls, by_sid, born, specs, slots, weak, pages, storages, streams, "
+    "storage_address, sequence_nr, current_node, user_site, user_known, is_user_code, "
+    "call_type, gen_type, text, odd_dtypes, plain_types, tensor_type, same_layout, slot, "
+    "parameter_type, expired, no_aliases, copy, values, page_shift): called as "
+    "hot(func, args, kwargs) by the dispatch mode.";
+
+PyType_Slot hot_slots[] = {
+    {Py_tp_doc, const_cast<char*>(hot_doc)},
+    {Py_tp_new, reinterpret_cast<void*>(hot_new)},
+    {Py_tp_init, reinterpret_cast<void*>(hot_init)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(hot_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(hot_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(hot_clear)},
+    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+    {Py_tp_members, hot_members},
+    {0, nullptr}};
+
+PyType_Spec hot_spec = {"aliasflow.interop.torch_trace._hot.HotPath", sizeof(HotPath), 0,
+                        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+                        hot_slots};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.interop.torch_trace._hot",
+                      "The PyTorch tracer's compiled per-call path (see "
+                      "aliasflow/interop/torch_trace/tracer.py, Trace._call, for the reference).",
+                      -1, nullptr, nullptr, nullptr, nullptr, nullptr};
+
+bool intern_all() {
+    struct Name { PyObject** slot; const char* text; } names[] = {
+        {&s_data_ptr, "data_ptr"}, {&s_shape, "shape"}, {&s_stride, "stride"},
+        {&s_dtype, "dtype"}, {&s_cdata, "_cdata"}, {&s_address, "address"}, {&s_end, "end"},
+        {&s_dirty, "dirty"}, {&s_creator, "creator"}, {&s_group, "group"},
+        {&s_snapshot, "snapshot"}, {&s_is_conj, "is_conj"}, {&s_is_neg, "is_neg"},
+        {&s_is_cpu, "is_cpu"}, {&s_device, "device"}, {&s_type, "type"},
+        {&s_untyped_storage, "untyped_storage"}, {&s_nbytes, "nbytes"},
+        {&s_weak_ref, "_weak_ref"}, {&s_clone, "clone"}, {&s_active, "active"},
+        {&s_region, "region"}, {&s_bits_seen, "_bits_seen"}, {&s_sequence_nr, "_sequence_nr"},
+        {&s_call, "_call"}, {&s_capture, "_capture"}, {&s_suspect, "_suspect"},
+        {&s_after, "_after"}, {&s_moved, "_moved"}, {&s_results, "_results"},
+        {&s_untracked, "_untracked"}, {&s_warn, "_warn"}, {&s_W, "W"}, {&s_cpu, "cpu"},
+    };
+    for (const Name& n : names)
+        if (!(*n.slot = PyUnicode_InternFromString(n.text))) return false;
+    for (int i = 0; i < G_N; ++i)
+        if (!(gen_field_names[i] = PyUnicode_InternFromString(GEN_FIELD_NAMES[i]))) return false;
+    return true;
+}
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__hot(void) {
+    if (!intern_all()) return nullptr;
+    PyObject* m = PyModule_Create(&module);
+    if (!m) return nullptr;
+    PyObject* type = PyType_FromSpec(&hot_spec);
+    if (!type || PyModule_AddObject(m, "HotPath", type) < 0) {
+        Py_XDECREF(type);
+        Py_DECREF(m);
+        return nullptr;
+    }
+    return m;
+}

@@ -1,0 +1,171 @@
+"""Reports from PyTorch's issue tracker whose eager result on torch 2.13 is right (the bug was
+in torch.compile, or there was none), and correct programs shaped like the real bugs of
+``test_real_bugs.py`` / ``test_real_bugs_more.py``: the tracer must say nothing about them.
+Each program is written to a file and run unmodified under ``af.trace()``."""
+import runpy
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import aliasflow as af  # noqa: E402
+
+# Reports whose eager result is right (the bug was in torch.compile, or there was none):
+# the tracer must say nothing.
+CORRECT = [
+    ("pytorch#198102 (unfold windows with gaps, doubled in place)", """
+        import torch
+        x = torch.arange(1, 25, dtype=torch.int64).reshape(4, 6)
+        v = x.unfold(1, 1, 5)
+        v.add_(v)
+        """),
+    ("pytorch#198270 (index_put_ then add_ of its flip)", """
+        import torch
+        x = torch.rand(4, 8)
+        x.index_put_((torch.arange(x.size(0)),), x * 2.0)
+        x.add_(x.flip(0))
+        """),
+    ("pytorch#198280 (copy_ of its own transpose, through a temporary)", """
+        import torch
+        x = torch.rand(652, 5, 5)
+        x.copy_(x.transpose(-1, -2) * 1.0)
+        """),
+    ("pytorch#198033 (_foreach_add_ of its flip)", """
+        import torch
+        x = torch.rand(8, 8)
+        torch._foreach_add_([x], [x.flip(0)])
+        """),
+    ("pytorch#197829 (a shift through a clone)", """
+        import torch
+        x = torch.rand(3, 16, 16)
+        x[1:] = x[:-1].clone()
+        """),
+    ("pytorch#18189 (in-place activations on chunks of one tensor)", """
+        import torch
+        import torch.nn as nn
+        linear = nn.Linear(20, 6)
+        with torch.no_grad():
+            y_fwd = linear(torch.randn(7, 1, 20))
+            z_gate_fwd, f_gate_fwd, o_gate_fwd = y_fwd.chunk(3, dim=2)
+            z_gate_fwd.tanh_()
+            f_gate_fwd.sigmoid_()
+        """),
+    ("pytorch#97130 (a write through one full view, read through another, in a closure)", """
+        import torch
+        def forward():
+            a = torch.ones(2)
+            b = a.reshape(2)
+            c = a[0:2]
+            def subfunc():
+                b[0] = 2
+                if b.sum() >= -1e5:
+                    pass
+            subfunc()
+            return c
+        s = forward().sum()
+        """),
+    ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
+        import torch
+        a = torch.zeros(3)
+        a.index_put_([torch.tensor([0, 0])], torch.tensor(1.), accumulate=True)
+        """),
+    # out = beta * self + alpha * (a product): out= self is self.addmm_(...), BLAS scales C
+    # in place (the factors are what must not alias the output)
+    ("pytorch#96037 (baddbmm out= its self, beta=0: no NaN kept on 2.13)", """
+        import torch
+        a, b, c, z = [torch.rand((3, 2, 2)) for _ in range(4)]
+        z = c
+        z[1, 1, 1] = z[0, 0, 0] = torch.nan
+        torch.baddbmm(c, a, b, alpha=1, beta=0, out=z)
+        n = z.isnan().sum()
+        """),
+    ("addmm, baddbmm, addbmm, addmv, addr with out= their self", """
+        import torch
+        c = torch.randn(3, 4)
+        torch.addmm(c, torch.randn(3, 5), torch.randn(5, 4), beta=0.5, out=c)
+        d = torch.randn(2, 3, 4)
+        torch.baddbmm(d, torch.randn(2, 3, 5), torch.randn(2, 5, 4), out=d)
+        e = torch.randn(3)
+        torch.addmv(e, torch.randn(3, 5), torch.randn(5), out=e)
+        f = torch.randn(3, 4)
+        torch.addr(f, torch.randn(3), torch.randn(4), out=f.view(3, 4))
+        g = torch.randn(3, 4)
+        torch.addbmm(g, torch.randn(2, 3, 5), torch.randn(2, 5, 4), out=g)
+        """),
+    ("index_add, index_copy, scatter, scatter_add with out= their self", """
+        import torch
+        idx = torch.tensor([0, 2])
+        x = torch.randn(4, 3)
+        torch.index_add(x, 0, idx, torch.ones(2, 3), out=x)
+        torch.index_copy(x, 0, idx, torch.ones(2, 3), out=x)
+        torch.scatter(x, 0, torch.tensor([[0, 1, 2]]), torch.ones(1, 3), out=x)
+        torch.scatter_add(x, 0, torch.tensor([[0, 1, 2]]), torch.ones(1, 3), out=x.view(4, 3))
+        """),
+    ("read-modify-writes through repeated indices that lose nothing", """
+        import torch
+        a = torch.randn(4)
+        idx = torch.tensor([1, 1, 2])
+        a[idx] = a[idx].clamp(min=0)
+        m = torch.tensor([1, 2, 4, 8])
+        m[idx] |= 1
+        m[idx] &= 6
+        a[idx] = 3.
+        b = torch.zeros(4)
+        b[idx] = a[idx] + 1
+        """),
+    # elementwise ops writing the very tensor they read, through overloads torch does not
+    # tag pointwise (where.self_out, gt_.Tensor, floor_divide_, ...)
+    ("elementwise out= and in-place forms without the pointwise tag", """
+        import torch
+        x = torch.randn(4, 5)
+        y = torch.randn(4, 5)
+        torch.where(x > 0, x, y, out=x)
+        x.floor_divide_(x)
+        y.copysign_(y)
+        y.heaviside_(y)
+        y.gt_(y)
+        n = torch.arange(6)
+        n.gcd_(n)
+        torch.ops.aten.threshold_backward.grad_input(y, x, 0., grad_input=y)
+        torch.ops.aten.gelu.out(x, out=x)
+        torch.tril(x, out=x)
+        torch.triu(y, 1, out=y)
+        """),
+    ("repeated indices writing one value, and reductions over them", """
+        import torch
+        x = torch.zeros(5)
+        idx = torch.tensor([1, 1, 3])
+        v = torch.tensor([1., 2., 3.])
+        x[torch.tensor([1, 1])] = 5.
+        x.index_add_(0, idx, v)
+        x.scatter_add_(0, idx, v)
+        x.put_(idx, v, accumulate=True)
+        x.scatter_reduce_(0, idx, v, reduce="amax")
+        x.index_reduce_(0, idx, v, "amax", include_self=False)
+        y = torch.zeros(5).scatter_add(0, idx, v)
+        x.scatter_(0, idx, 2.5)
+        x.index_fill_(0, idx, -1.)
+        m = torch.zeros(3, 5)
+        m[:, idx] = torch.ones(3, 1)
+        """),
+]
+
+
+
+def run_case(tmp_path, code):
+    path = tmp_path / "prog.py"
+    path.write_text(textwrap.dedent(code).lstrip("\n"))
+    grad = torch.is_grad_enabled()
+    try:
+        with af.trace() as tr:
+            runpy.run_path(str(path), run_name="__main__")
+    finally:
+        torch.set_grad_enabled(grad)
+    return tr
+
+
+@pytest.mark.parametrize("issue,code", CORRECT, ids=[c[0] for c in CORRECT])
+def test_reports_whose_eager_result_is_right_have_no_finding(tmp_path, issue, code):
+    tr = run_case(tmp_path, code)
+    assert tr.findings() == [], [f.describe() for f in tr.findings()]
