@@ -215,7 +215,61 @@ def test_calls_on_other_threads_do_not_vanish_without_a_word():
             y = torch.ones(2) + 1
     assert out[0].tolist() == [2.0, 2.0, 2.0] and y.tolist() == [2.0, 2.0]
     assert tr.threads_started == 1 and tr.to_json()["threads_started"] == 1
+    assert tr.calls_on_other_threads == 2 == tr.to_json()["calls_on_other_threads"]  # ones, mul
     assert threading.Thread.start is tracer._THREAD_START     # restored
+
+
+def test_threads_without_aten_calls_are_not_a_warning():
+    """A DataLoader with worker processes starts queue feeder threads that only pickle: the
+    trace loses nothing there, so it says nothing (the batches arrive in shared memory the
+    trace reads when the program uses them)."""
+    import threading
+    import warnings
+    ds = torch.utils.data.TensorDataset(torch.arange(16.).reshape(8, 2))
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AliasflowTraceWarning)
+        with af.trace() as tr:
+            sums = [batch.sum() for (batch,) in loader]
+            quiet = threading.Thread(target=lambda: sum(range(10)))
+            quiet.start()
+            quiet.join()
+    assert [s.item() for s in sums] == [28.0, 92.0]
+    assert tr.threads_started >= 3 and tr.calls_on_other_threads == 0
+    assert not [w for w in caught if issubclass(w.category, AliasflowTraceWarning)]
+    assert tr.findings() == [] and tr.replay().identical
+
+
+class _WhatWorkersSee(torch.utils.data.Dataset):
+    """Each item: is an aliasflow dispatch mode active where it is made, is the GC on, is
+    the NumPy tracer recording."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        import gc
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        mode = _get_current_dispatch_mode()
+        traced = mode is not None and type(mode).__module__.startswith("aliasflow")
+        from aliasflow.interop.numpy_trace import runtime
+        return torch.tensor([float(traced), float(gc.isenabled()),
+                             float(runtime._recorder is not None)])
+
+
+def test_a_forked_worker_is_not_traced():
+    """DataLoader's worker processes are forked from the tracing thread: the trace stops in
+    them (no recording for nobody, the GC on again; the NumPy side too), and goes on in the
+    parent."""
+    import gc
+    loader = torch.utils.data.DataLoader(_WhatWorkersSee(), batch_size=2, num_workers=2,
+                                         multiprocessing_context="fork")
+    with af.trace() as tr:
+        seen = torch.cat([batch for batch in loader])
+        after = torch.ones(2) * 3
+    assert seen.tolist() == [[0.0, 1.0, 0.0]] * 4
+    assert gc.isenabled() and after.tolist() == [3.0, 3.0]
+    assert any(str(c.func) == "aten.mul.Tensor" for c in tr.calls)
 
 
 def compiled_program(base):

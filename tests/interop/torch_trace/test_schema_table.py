@@ -109,6 +109,8 @@ NO_READ = {
     - x.untyped_storage().data_ptr(),
     "is_same_size": lambda x: x.is_same_size(torch.ones(2, 2)),
     "is_set_to": lambda x: x.is_set_to(x), "result_type": lambda x: torch.result_type(x, 1),
+    # the very tensor (same object: no data of it read into anything new)
+    "wait_tensor": lambda x: torch.ops._c10d_functional.wait_tensor(x) is x,
 }
 QUERIES = {"size", "stride", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
            "dim", "numel", "_has_compatible_shallow_copy_type", "is_complex",
@@ -156,7 +158,8 @@ def test_unannotated_views_share_memory(base):
     out = {"_unsafe_view": lambda: [aten._unsafe_view(x, (2, 3))],
            "unsafe_split": lambda: x.unsafe_split(3),
            "unsafe_split_with_sizes": lambda: x.unsafe_split_with_sizes([2, 4]),
-           "unsafe_chunk": lambda: x.unsafe_chunk(2)}[base]()
+           "unsafe_chunk": lambda: x.unsafe_chunk(2),
+           "wait_tensor": lambda: [torch.ops._c10d_functional.wait_tensor(x)]}[base]()
     st = x.untyped_storage()
     assert all(o.untyped_storage().data_ptr() == st.data_ptr() for o in out)
 

@@ -274,3 +274,20 @@ def test_replay_reports_a_nondeterministic_op_as_such():
                                             if op.prim.startswith("aliasflow_test"))]
     assert report.explained and "nondeterministic" in str(report)
     del z, w
+
+
+def test_replay_hands_ops_storages_they_can_resize():
+    """QAT's fused per-channel observer resizes its scale and zero point (one element at
+    first) to one per channel in the op: replay's copies of the program's memory must be
+    resizable as the program's were (a storage over a Python buffer is not)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch.ao.quantization's deprecation notices
+        observer = torch.ao.quantization.default_fused_per_channel_wt_fake_quant()
+    x = torch.randn(6, 8)
+    with af.trace() as tr:
+        for _ in range(2):
+            y = observer(x)
+    report = tr.replay(workers=2)
+    assert report.identical and report.compared_storages >= 5, str(report)
+    assert y.shape == x.shape

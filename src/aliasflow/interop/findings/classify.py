@@ -267,8 +267,9 @@ def _meeting(writes: dict, r, after: int, before: int):
 
 
 def _stale(infos) -> list[Finding]:
-    """Reads through views made before a write through another, wider view."""
-    writes = _writes(infos)
+    """Reads through views made before a write through another, wider view (one that
+    publishes a buffer's contents, as a collective does, is what such views are for)."""
+    writes = _writes(infos, keep=lambda info: not info.publishes)
     if not writes:
         return []
     found = []

@@ -173,7 +173,10 @@ class OpInfo(NamedTuple):
     whole view but written only in part, the start addresses of the elements written;
     ``uniform``: the op writes one value to every element (a repeated element cannot
     differ); ``stream``; ``forward``: for an op the autograd engine ran, the index of the
-    forward op whose autograd node ran it (None otherwise, or when unknown).
+    forward op whose autograd node ran it (None otherwise, or when unknown); ``publishes``:
+    its writes replace a buffer's contents for every view of it to read (a collective
+    such as ``all_reduce``: DDP's gradients and ZeRO's parameters are views of the buffers
+    it is given), so a view made before them is not stale.
     """
     name: str
     label: str
@@ -191,6 +194,7 @@ class OpInfo(NamedTuple):
     uniform: bool = False
     stream: str = "default"
     forward: int | None = None
+    publishes: bool = False
 
     @property
     def failed(self) -> bool:

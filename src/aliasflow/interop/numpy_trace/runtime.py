@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import os
 import sys
 
 import numpy as np
@@ -48,6 +49,17 @@ def bind(value):
         except Exception:  # noqa: BLE001
             pass
     return value
+
+
+def _in_forked_child() -> None:
+    """A child process forked while recording (a DataLoader worker) is another program's
+    run: it records nothing."""
+    global _recorder
+    _recorder = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_in_forked_child)
 
 
 def install() -> None:

@@ -264,7 +264,8 @@ def _build(trace) -> Built:
         info = OpInfo(
             name, label, i, where, context, text or "", error, untracked, slots,
             _exempt(spec, accs), extra.get("outcomes"), extra.get("duplicates"), exact_map,
-            _uniform(spec, slots), call[4] or "default", forward)
+            _uniform(spec, slots), call[4] or "default", forward,
+            spec is not None and spec.collective)
         infos.append(info)
     return Built(infos, _Refs(trace.calls, views), index, trace.calls, views)
 

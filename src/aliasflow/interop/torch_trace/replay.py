@@ -20,6 +20,7 @@ refused before anything runs.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import threading
 import zlib
@@ -96,10 +97,14 @@ def _storage_bytes(st) -> torch.Tensor:
 
 def _storage_of(snapshot) -> torch.UntypedStorage:
     """A new storage holding a generation's ``snapshot`` (bytes for memory on the CPU, else
-    a storage copy)."""
+    a storage copy), from PyTorch's allocator: resizable, as the program's was (an op that
+    resizes its argument, QAT's ``_fused_moving_avg_obs_fq_helper``, refuses a storage over
+    a Python buffer)."""
     if isinstance(snapshot, bytes):
-        return torch.frombuffer(bytearray(snapshot), dtype=torch.uint8).untyped_storage() \
-            if snapshot else torch.UntypedStorage(0)
+        st = torch.UntypedStorage(len(snapshot))
+        if snapshot:
+            ctypes.memmove(st.data_ptr(), snapshot, len(snapshot))
+        return st
     return snapshot.clone()
 
 

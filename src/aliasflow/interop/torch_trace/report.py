@@ -77,6 +77,7 @@ def to_json(trace, all: bool = False, elements: bool = False,  # noqa: A002
         "untracked": [{"op": i.name, "line": i.line, "why": i.untracked}
                       for i in built.infos if i.untracked],
         "threads_started": trace.threads_started,
+        "calls_on_other_threads": trace.calls_on_other_threads,
     }
     if reused is not None:
         data["reuse"] = [finding_json(f, f.names, elements) for f in reused]

@@ -47,7 +47,7 @@ NO_READ = frozenset({
     "is_neg", "is_inference", "_is_zerotensor", "output_nr", "data_ptr",
     "empty_strided", "_empty_affine_quantized", "resize_output",
     # views whose schema carries no alias annotation
-    "_unsafe_view",
+    "_unsafe_view", "wait_tensor",
 })
 # Arguments an op writes in place although its schema does not annotate them: op -> (the
 # boolean argument that turns the write on, or None for always; the written arguments).
@@ -55,9 +55,10 @@ UNANNOTATED_WRITES = {
     "native_batch_norm": ("training", ("running_mean", "running_var")),
     "batch_norm_update_stats": (None, ("running_mean", "running_var")),
 }
-# Returns that alias an argument although the schema does not say so.
+# Returns that alias an argument although the schema does not say so (``wait_tensor``, of
+# torch.distributed's functional collectives, returns the very tensor it waited for).
 UNANNOTATED_VIEWS = frozenset({"_unsafe_view", "unsafe_split", "unsafe_split_with_sizes",
-                               "unsafe_chunk"})
+                               "unsafe_chunk", "wait_tensor"})
 # Ops whose fresh outputs start with unspecified contents (replay copies the traced bytes);
 # a resize that moves a tensor onto new memory leaves the grown part unspecified.
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
@@ -120,6 +121,31 @@ FOREACH_PREFIXES = ("_foreach_", "_fused_adam", "_fused_adamw", "_fused_sgd", "_
                     "_fused_rmsprop")
 FOREACH_NOT_ELEMENTWISE = frozenset({"_foreach_norm", "_foreach_max", "_foreach_copy_"})
 
+# torch.distributed's collectives (the ``c10d`` namespace DistributedDataParallel calls):
+# their schemas carry no alias annotation, although they write tensors in place and return
+# the very tensors (or lists) they were given. Schema name -> mode of each tensor argument;
+# no return of theirs is fresh. Arguments that hold lists of lists (``Tensor[][]``, in
+# allgather_, gather_, scatter_, reduce_scatter_, allgather_coalesced_) are not recorded:
+# those ops are untracked (see ``spec_of``).
+COLLECTIVES = {
+    "c10d::allreduce_": {"tensors": "RW", "sparse_indices": "R"},
+    "c10d::allreduce_coalesced_": {"tensors": "RW"},
+    "c10d::broadcast_": {"tensors": "RW"},    # the root's is read, every other one written
+    "c10d::reduce_": {"tensors": "RW"},
+    "c10d::_allgather_base_": {"output_tensor": "W", "input_tensor": "R"},
+    "c10d::_reduce_scatter_base_": {"output_tensor": "W", "input_tensor": "R"},
+    "c10d::allgather_into_tensor_coalesced_": {"outputs": "W", "inputs": "R"},
+    "c10d::reduce_scatter_tensor_coalesced_": {"outputs": "W", "inputs": "R"},
+    "c10d::alltoall_": {"output_tensors": "W", "input_tensors": "R"},
+    "c10d::alltoall_base_": {"output": "W", "input": "R"},
+    "c10d::send": {"tensors": "R"},
+    "c10d::recv_": {"tensors": "W"},
+    "c10d::recv_any_source_": {"tensors": "W"},
+    "c10d::barrier": {"tensor": None},
+    "c10d::monitored_barrier_": {"tensor": None},
+    "c10d::check_for_nan": {"tensor": "R"},
+}
+
 TENSOR, TENSOR_LIST, OTHER = "tensor", "list", "other"
 _TensorType, _OptionalType, _ListType = torch._C.TensorType, torch._C.OptionalType, \
     torch._C.ListType
@@ -158,6 +184,7 @@ class OpSpec:
     switch: int | None = None   # position of the flag that turns unannotated writes on
     tensors: tuple = ()  # (position, name, holds a list, mode) per tensor-holding argument
     elementwise_args: frozenset = frozenset()   # read arguments elementwise with the written
+    collective: bool = False    # one of COLLECTIVES (its writes publish a buffer's contents)
 
     @property
     def any_fresh(self) -> bool:
@@ -179,6 +206,11 @@ def holds(type_) -> str:
     return OTHER
 
 
+def _nested_tensor_list(type_) -> bool:
+    """``Tensor[][]``: a list of lists of tensors (the tracer records one level of list)."""
+    return isinstance(type_, _ListType) and holds(type_.getElementType()) == TENSOR_LIST
+
+
 def _is_write(a) -> bool:
     info = a.alias_info
     return bool(info is not None and info.is_write)
@@ -190,12 +222,17 @@ def spec_of(func) -> OpSpec:
     base = schema.name.split("::")[-1]
     overload = schema.overload_name or "default"
     name = f"aten.{base}.{overload}" if schema.name.startswith("aten::") else str(func)
+    nested = [a.name for a in schema.arguments if _nested_tensor_list(a.type)]
+    if nested:
+        raise ValueError(f"its argument {nested[0]} is a list of lists of tensors, which "
+                         f"the tracer does not record")
+    collective = COLLECTIVES.get(schema.name)
     returns = tuple(holds(r.type) for r in schema.returns)
     # a return with a non-writing alias annotation (``Tensor(a)``, ``Tensor(a)[]``) is a view
     view_return = any(r.alias_info is not None and not r.alias_info.is_write
                       for r in schema.returns)
     fresh = tuple(h != OTHER and r.alias_info is None and base not in UNANNOTATED_VIEWS
-                  for h, r in zip(returns, schema.returns))
+                  and collective is None for h, r in zip(returns, schema.returns))
     args = []
     switch_name, unannotated = UNANNOTATED_WRITES.get(base, (None, ()))
     for k, a in enumerate(schema.arguments):
@@ -205,6 +242,8 @@ def spec_of(func) -> OpSpec:
         is_out = bool(is_write and a.kwarg_only)
         if kind == OTHER:
             mode = None
+        elif collective is not None:
+            mode = collective.get(a.name, "R")
         elif is_write:
             if base in METADATA_ONLY:
                 mode = None
@@ -235,7 +274,7 @@ def spec_of(func) -> OpSpec:
                   takes_generator, base in UNINITIALIZED, base in DATA_DEPENDENT, view_only,
                   elementwise, foreach, base in RESIZING or any(a.is_out for a in args),
                   any(a.mode in ("W", "RW") for a in args), switch, tensors,
-                  ELEMENTWISE_ARGS.get(base, frozenset()))
+                  ELEMENTWISE_ARGS.get(base, frozenset()), collective is not None)
 
 
 def all_aten_overloads():

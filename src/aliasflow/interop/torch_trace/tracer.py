@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import threading
 import warnings
 import weakref
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, \
+    _get_current_dispatch_mode as _current_mode
 
 from ...core.errors import AliasflowError
 from ...solver.native import load
@@ -31,6 +31,8 @@ from .frames import USER_CODE as _USER, is_user_code as _is_user_code, user_fram
 from .memory import FINAL_COPY_LIMIT, NO_ALIASES, StorageGen, may_overlap_internally, same_layout as _same_layout
 from .schema import TENSOR, spec_of
 from .streams import StreamLog
+from .threads import THREAD_START as _THREAD_START, unwatch_threads as _unwatch_threads, \
+    watch_threads as _watch_threads
 
 _hot = load(__package__ + "._hot")   # the compiled per-call path, or None (AF_PURE=1)
 
@@ -184,6 +186,7 @@ class Trace:
         self._derived = None
         self.seq_at_start = None  # autograd's sequence number when tracing began
         self.threads_started = 0  # threads the program started while tracing (not traced)
+        self.calls_on_other_threads = 0   # aten calls those threads made while tracing
         self._bits_seen = False   # a neg view of a real tensor was made: read every one's bits
         self.names = None
         self.running = False
@@ -221,13 +224,28 @@ class Trace:
             self._warn("end of trace", _text(err))
         if self.pause_gc and self._gc_was_enabled:
             _promote_and_enable()
-        if self.threads_started:
+        if self.calls_on_other_threads:
             self._warn("calls on other threads",
-                       f"the program started {self.threads_started} thread(s) while tracing; "
-                       f"a dispatch mode sees only its own thread, so their aten calls are "
-                       f"not in the trace")
+                       f"{self.calls_on_other_threads} aten call(s) were made on the "
+                       f"{self.threads_started} thread(s) the program started while tracing; "
+                       f"a dispatch mode sees only its own thread, so they are not in the "
+                       f"trace")
         self._derived = None
         return False
+
+    def _forked(self):
+        """In a child process forked while tracing (a DataLoader worker): stop there. The
+        child inherited the forking thread's dispatch mode and the paused GC; its calls are
+        another process's, which this trace (the parent's) never sees."""
+        if self._mode is not None and _current_mode() is self._mode:
+            self._mode.__exit__(None, None, None)
+        self._mode = None
+        self.running = False
+        self._streams.stop()
+        if self.names is not None:
+            self.names.stop()
+        if self.pause_gc and self._gc_was_enabled:
+            gc.enable()
 
     # ---- streams (see streams.py) ---------------------------------------------------------
     def stream(self, name: str):
@@ -840,10 +858,6 @@ class Trace:
         return trace_html(self)
 
 
-_WATCHING: list = []      # traces running now, told about every thread started
-_THREAD_START = threading.Thread.start
-
-
 def _copy(st, gen):
     """The bytes of storage ``st`` (generation ``gen``) now: ``bytes`` read where they are for
     memory on the CPU (a storage copy costs an allocation and a kernel launch), else a storage
@@ -863,26 +877,6 @@ def _promote_and_enable() -> None:
         gc.freeze()
         gc.unfreeze()
     gc.enable()
-
-
-def _counting_start(self, *args, **kwargs):
-    for t in list(_WATCHING):
-        t.threads_started += 1
-    return _THREAD_START(self, *args, **kwargs)
-
-
-def _watch_threads(trace) -> None:
-    """Count the threads the program starts while ``trace`` runs (their calls are not seen:
-    a dispatch mode is per thread); starting a thread is otherwise unchanged."""
-    _WATCHING.append(trace)
-    threading.Thread.start = _counting_start
-
-
-def _unwatch_threads(trace) -> None:
-    if trace in _WATCHING:
-        _WATCHING.remove(trace)
-    if not _WATCHING:
-        threading.Thread.start = _THREAD_START
 
 
 def _spec(func):
