@@ -339,3 +339,45 @@ def test_the_compiled_path_checks_what_capture_appends(monkeypatch, garbage):
             got = compiled_program(torch.arange(8.))
     assert len(got) == len(expected) and all(torch.equal(a, b) for a, b in zip(got, expected))
     assert any(c.untracked for c in tr.torch.calls)
+
+
+@pytest.mark.parametrize("path", ["compiled", "reference"])
+def test_fake_tensors_are_never_asked_for_a_data_pointer(monkeypatch, path):
+    """Asking a fake tensor (or its storage) for its data pointer makes PyTorch warn that it
+    will be an error: the tracer asks only tensors whose memory is real."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    if path == "reference":
+        reference_path(monkeypatch)
+    with FakeTensorMode():
+        a = torch.empty(4, 4)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with af.trace() as tr:
+                b = a + 1
+                b.add_(a)
+                c = b @ a
+    assert c.shape == (4, 4)
+    assert not [w for w in caught if "data pointer" in str(w.message)]
+    assert all(acc[3] is None for call in tr.torch.calls for acc in call.accesses)
+
+
+_LIB = torch.library.Library("aliasflow_test", "DEF")   # noqa: TOR901 - a test op
+_LIB.define("same(Tensor x) -> Tensor")   # says its result is new ...
+_LIB.impl("same", lambda x: x, "CompositeExplicitAutograd")   # ... and returns x itself
+
+
+@pytest.mark.parametrize("path", ["compiled", "reference"])
+def test_a_result_in_an_arguments_memory_is_not_a_new_write(monkeypatch, path):
+    """An op whose schema says its result is new but which returns an argument's own memory
+    (an alias the schema does not annotate, as c10d's wait_tensor): no new storage at a live
+    address, no write, no finding."""
+    if path == "reference":
+        reference_path(monkeypatch)
+    x = torch.arange(6.)
+    with af.trace() as tr:
+        y = torch.ops.aliasflow_test.same(x)
+        y.add_(1)
+    assert y is x and x.tolist() == [1., 2., 3., 4., 5., 6.]
+    same = [c for c in tr.torch.calls if "same" in str(c.func)]
+    assert same and same[0].results is None and len(same[0].accesses) == 1
+    assert tr.findings(all=True) == []

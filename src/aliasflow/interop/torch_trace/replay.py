@@ -191,6 +191,7 @@ class _Replayer:
                     torch.default_generator.set_state(saved)
         else:
             out = call.func(*args, **kwargs)
+        _wait_for_work(out)
         for k in resized:   # out= arguments the op moved onto new memory
             acc = call.accesses[k]
             a = call.spec.args[acc[1]]
@@ -209,6 +210,26 @@ class _Replayer:
             if traced != out and not (isinstance(traced, float) and math.isnan(traced)
                                       and isinstance(out, float) and math.isnan(out)):
                 self.mismatches.append(Mismatch("result", self.built.infos[i].name, "-", 1))
+
+
+def _wait_for_work(out) -> None:
+    """A collective (``c10d.allreduce_``, ``_allgather_base_``) returns a ``Work`` handle
+    and may write its tensors after returning; the program waited on it (``dist.all_reduce``
+    does, in Python, which is not an aten call): replay waits for it here, before anything
+    reads what it wrote."""
+    for item in out if isinstance(out, (list, tuple)) else (out,):
+        if _is_work(item):
+            item.wait()
+
+
+_WORK = getattr(getattr(torch._C, "_distributed_c10d", None), "Work", ())
+
+
+def _is_work(x) -> bool:
+    """A c10d ``Work`` (as a Python object, or as the TorchScript object ops return)."""
+    if isinstance(x, torch._C.ScriptObject):
+        return "c10d.Work" in str(x._type())
+    return isinstance(x, _WORK) if _WORK else False
 
 
 def _refuse(trace, built):

@@ -44,6 +44,7 @@ _sequence_nr = torch._C._autograd._get_sequence_nr
 _current_node = torch._C._current_autograd_node
 _expired = torch.UntypedStorage._expired
 _Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
 _BIT_VIEWS = frozenset({"_neg_view", "imag", "_conj", "conj", "view_as_real", "real"})
 _COMPLEX = frozenset({torch.complex32, torch.complex64, torch.complex128})
 _QUANTIZED = frozenset({torch.qint8, torch.quint8, torch.qint32, torch.quint4x2,
@@ -359,7 +360,10 @@ class Trace:
         if t.device.type == "meta" or type(t) is not _Tensor and \
                 not isinstance(t, torch.nn.Parameter):
             try:
-                if t.device.type == "meta" or not t.untyped_storage().data_ptr():
+                if t.device.type == "meta":
+                    return None
+                st = t.untyped_storage()   # (a fake tensor's is on meta: no pointer asked)
+                if st.device.type == "meta" or not st.data_ptr():
                     return None
             except Exception:  # noqa: BLE001 - a wrapper without storage
                 return None
@@ -367,6 +371,10 @@ class Trace:
 
     def _capture(self, t, mode, pos, k, index, out, creating=False):
         """Append ``t``'s access tuple to ``out``."""
+        if type(t) is not _Tensor and type(t) is not _Parameter and self._unusual(t) is None:
+            # a wrapper without memory (fake, functional): not asked for a data pointer
+            out.append((mode, pos, k, None, 0, tuple(t.shape), t.stride(), t.dtype, -1, 0))
+            return
         try:
             sid = _storage_address(t)
             ptr = t.data_ptr()
@@ -536,6 +544,9 @@ class Trace:
                 holder[key] = _slot(len(accesses))
             # the common case inline (a plain tensor of a storage already seen); the rest
             # goes through _capture
+            if type(v) is not _Tensor and type(v) is not _Parameter:
+                self._capture(v, mode, pos, -1, index, accesses)
+                continue
             try:
                 sid = _storage_address(v)
                 ptr = v.data_ptr()
@@ -728,16 +739,22 @@ class Trace:
         as :meth:`_capture` would with ``creating=True``; anything else goes through
         :meth:`_capture`."""
         k = len(accesses)
-        try:
-            sid = _storage_address(t)
-            st = t.untyped_storage()
-            base, nbytes = st.data_ptr(), st.nbytes()
-            ptr = t.data_ptr()
-            shape = t.shape
-            stride = t.stride()
-            dtype = t.dtype
-        except Exception:  # noqa: BLE001 - _capture says what it is
-            base = 0
+        base = 0
+        if type(t) is _Tensor or type(t) is _Parameter:   # (else _capture says what it is)
+            try:
+                sid = _storage_address(t)
+                st = t.untyped_storage()
+                base, nbytes = st.data_ptr(), st.nbytes()
+                ptr = t.data_ptr()
+                shape = t.shape
+                stride = t.stride()
+                dtype = t.dtype
+            except Exception:  # noqa: BLE001 - _capture says what it is
+                base = 0
+        if base and self._argument_memory(sid, base, nbytes, accesses):
+            # the op returned an argument's own memory although its schema says the result
+            # is new (an alias the schema does not annotate): no new generation, no write
+            return None
         if not base or dtype in _ODD_DTYPES:
             self._capture(t, "W", -1, j, index, accesses, creating=True)
             gen = accesses[k][3]
@@ -749,6 +766,13 @@ class Trace:
         if spec.uninitialized and self.values and gen is not None and gen.snapshot is None:
             gen.snapshot = _copy(t.untyped_storage(), gen)   # replay needs its unspecified bytes
         return _slot(k)
+
+    def _argument_memory(self, sid, base, nbytes, accesses) -> bool:
+        """Is the storage ``sid`` (at ``base``, ``nbytes`` long) one an argument of this
+        call is in?"""
+        gen = self._by_sid.get(sid)
+        return gen is not None and gen.address == base and gen.nbytes == nbytes and \
+            any(acc[3] is gen for acc in accesses if acc[1] >= 0)
 
     def _duplicates(self, call, spec, args, kwargs, accesses, out):
         """Repeated indices written with different values (order-dependent results)."""

@@ -342,6 +342,13 @@ PyObject* argument(Call& c, Py_ssize_t pos, PyObject* name) {
     return v;
 }
 
+// A torch.Tensor or nn.Parameter exactly (a subclass, a fake or functional wrapper, goes to
+// Trace._capture, which asks it nothing before knowing it has memory)
+bool plain_type(HotPath* h, PyObject* t) {
+    return Py_TYPE(t) == reinterpret_cast<PyTypeObject*>(h->tensor_type) ||
+           Py_TYPE(t) == reinterpret_cast<PyTypeObject*>(h->parameter_type);
+}
+
 // Trace._capture(t, mode, pos, k, index, accesses, creating)
 bool capture_py(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssize_t k,
                 bool creating) {
@@ -383,9 +390,7 @@ PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* b
 // an odd dtype, no memory).
 PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd) {
     HotPath* h = c.h;
-    if (odd || (Py_TYPE(t) != reinterpret_cast<PyTypeObject*>(h->tensor_type) &&
-                Py_TYPE(t) != reinterpret_cast<PyTypeObject*>(h->parameter_type)))
-        return nullptr;
+    if (odd || !plain_type(h, t)) return nullptr;
     Ref st(method0(t, s_untyped_storage));
     Ref base(st.p ? method0(st.p, s_data_ptr) : nullptr);
     Ref nbytes(base.p ? method0(st.p, s_nbytes) : nullptr);
@@ -400,6 +405,7 @@ PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd) {
 // Trace._capture's for a storage first seen); anything else goes to Trace._capture.
 bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py_ssize_t k) {
     HotPath* h = c.h;
+    if (!plain_type(h, t)) return capture_py(c, t, mode, pos, k, false);
     Ref sid(PyObject_CallOneArg(h->storage_address, t));
     Ref ptr(sid.p ? method0(t, s_data_ptr) : nullptr);
     Ref shape(ptr.p ? PyObject_GetAttr(t, s_shape) : nullptr);
@@ -802,11 +808,32 @@ PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* b
     return gen.release();
 }
 
+// Is the storage sid (at base, nbytes long) one an argument of this call is in? -1 on error
+int argument_memory(Call& c, PyObject* sid, long long base, long long nbytes) {
+    PyObject* known = PyDict_GetItemWithError(c.h->by_sid, sid);   // borrowed
+    if (!known) return PyErr_Occurred() ? -1 : 0;
+    Ref gen(Py_NewRef(known));
+    long long address, end;
+    if (!gen_int(c.h, gen.p, G_ADDRESS, &address) || !gen_int(c.h, gen.p, G_END, &end))
+        return -1;
+    if (address != base || end - address != nbytes) return 0;
+    if (!accesses_ok(c)) return -1;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(c.accesses); ++j) {
+        PyObject* acc = PyList_GET_ITEM(c.accesses, j);
+        if (PyTuple_GET_ITEM(acc, 3) != gen.p) continue;
+        Py_ssize_t pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(acc, 1));
+        if (pos == -1 && PyErr_Occurred()) return -1;
+        if (pos >= 0) return 1;
+    }
+    return 0;
+}
+
 // Trace._fresh: the write access of a tensor the call returned new; its slot.
 PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
     HotPath* h = c.h;
     Py_ssize_t k = PyList_GET_SIZE(c.accesses);
-    Ref sid(PyObject_CallOneArg(h->storage_address, t));
+    bool plain_t = plain_type(h, t);   // (else Trace._capture says what it is)
+    Ref sid(plain_t ? PyObject_CallOneArg(h->storage_address, t) : nullptr);
     Ref st(sid.p ? method0(t, s_untyped_storage) : nullptr);
     Ref base(st.p ? method0(st.p, s_data_ptr) : nullptr);
     Ref nbytes(base.p ? method0(st.p, s_nbytes) : nullptr);
@@ -826,6 +853,13 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
         if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
         PyErr_Clear();
         base_v = 0;
+    }
+    if (base_v) {   // Trace._argument_memory
+        int in_argument = argument_memory(c, sid.p, base_v, nbytes_v);
+        if (in_argument < 0) return nullptr;
+        // the op returned an argument's own memory although its schema says the result is
+        // new (an alias the schema does not annotate): no new generation, no write
+        if (in_argument) Py_RETURN_NONE;
     }
     Ref gen;
     if (!base_v || odd) {
