@@ -5,8 +5,6 @@ Every program is written to a file and run (unmodified) under ``af.trace()``. Wh
 (the same op on ``clone()`` s) that the value really is wrong; where torch now refuses the
 program it is a ``hazard`` on the refused op.
 """
-import runpy
-import textwrap
 import warnings
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import aliasflow as af  # noqa: E402
+from bug_programs import run_case  # noqa: E402
 
 # (issue, program, [(severity, kind, line, names of the tensors involved)]); lines count from
 # 1 at the program's first line
@@ -475,18 +474,6 @@ CASES = [
 ]
 
 
-def run_case(tmp_path, code):
-    path = tmp_path / "prog.py"
-    path.write_text(textwrap.dedent(code).lstrip("\n"))
-    grad = torch.is_grad_enabled()
-    try:
-        with af.trace() as tr:
-            runpy.run_path(str(path), run_name="__main__")
-    finally:
-        torch.set_grad_enabled(grad)   # a program may switch it off for the whole process
-    return tr, path
-
-
 @pytest.mark.parametrize("issue,code,expected", CASES, ids=[c[0] for c in CASES])
 def test_real_silent_wrong_programs_are_flagged_at_their_line(tmp_path, issue, code, expected):
     tr, path = run_case(tmp_path, code)
@@ -516,7 +503,6 @@ def test_the_wrong_ones_really_are_wrong():
     expected = arr[:, :-1].clone()
     arr[:, 1:] = arr[:, :-1]
     assert not torch.equal(arr[:, 1:], expected)
-
 
 
 # The ``wrong`` cases added above, computed here without the tracer: ``(got, expected)`` =

@@ -9,8 +9,6 @@ without the tracer: the op on the program's own aliased tensors against the same
 ``hazard`` cases are either refused by torch 2.13 (the oracle checks it raises) or computed
 right this time by its kernel (the oracle checks the value equals the copy semantics).
 """
-import runpy
-import textwrap
 import warnings
 
 import pytest
@@ -18,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import aliasflow as af  # noqa: E402
+from bug_programs import run_case  # noqa: E402
 
 # (issue, program, [(severity, kind, line, names)], twin: the program without the aliasing)
 CASES = [
@@ -438,17 +437,6 @@ CASES = [
         b.data[1] = 2
         """),
 ]
-
-def run_case(tmp_path, code, name="prog.py"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(code).lstrip("\n"))
-    grad = torch.is_grad_enabled()
-    try:
-        with af.trace() as tr:
-            runpy.run_path(str(path), run_name="__main__")
-    finally:
-        torch.set_grad_enabled(grad)
-    return tr, path
 
 
 def _line(f):

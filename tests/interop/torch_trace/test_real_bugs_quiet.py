@@ -2,14 +2,13 @@
 in torch.compile, or there was none), and correct programs shaped like the real bugs of
 ``test_real_bugs.py`` / ``test_real_bugs_more.py``: the tracer must say nothing about them.
 Each program is written to a file and run unmodified under ``af.trace()``."""
-import runpy
-import textwrap
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import aliasflow as af  # noqa: E402
+from bug_programs import run_case  # noqa: E402
 
 # Reports whose eager result is right (the bug was in torch.compile, or there was none):
 # the tracer must say nothing.
@@ -152,20 +151,7 @@ CORRECT = [
 ]
 
 
-
-def run_case(tmp_path, code):
-    path = tmp_path / "prog.py"
-    path.write_text(textwrap.dedent(code).lstrip("\n"))
-    grad = torch.is_grad_enabled()
-    try:
-        with af.trace() as tr:
-            runpy.run_path(str(path), run_name="__main__")
-    finally:
-        torch.set_grad_enabled(grad)
-    return tr
-
-
 @pytest.mark.parametrize("issue,code", CORRECT, ids=[c[0] for c in CORRECT])
 def test_reports_whose_eager_result_is_right_have_no_finding(tmp_path, issue, code):
-    tr = run_case(tmp_path, code)
+    tr, _ = run_case(tmp_path, code)
     assert tr.findings() == [], [f.describe() for f in tr.findings()]
