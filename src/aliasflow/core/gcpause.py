@@ -26,7 +26,13 @@ def paused_gc(promote: bool = False):
         yield
     finally:
         if enabled:
-            if promote and gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
+            resume(promote)
+
+
+def resume(promote: bool = False) -> None:
+    """The collector back on after a pause (see :func:`paused_gc`); with ``promote``, what the
+    pause made first goes to the oldest generation, unless the process froze objects itself."""
+    if promote and gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+    gc.enable()

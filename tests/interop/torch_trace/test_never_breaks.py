@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import aliasflow as af  # noqa: E402
-from aliasflow.interop.torch_trace import AliasflowTraceWarning, tracer  # noqa: E402
+from aliasflow.interop.torch_trace import AliasflowTraceWarning, threads, tracer  # noqa: E402
 
 
 def reference_path(monkeypatch):
@@ -216,7 +216,7 @@ def test_calls_on_other_threads_do_not_vanish_without_a_word():
     assert out[0].tolist() == [2.0, 2.0, 2.0] and y.tolist() == [2.0, 2.0]
     assert tr.threads_started == 1 and tr.to_json()["threads_started"] == 1
     assert tr.calls_on_other_threads == 2 == tr.to_json()["calls_on_other_threads"]  # ones, mul
-    assert threading.Thread.start is tracer._THREAD_START     # restored
+    assert threading.Thread.start is threads.THREAD_START     # restored
 
 
 def test_threads_without_aten_calls_are_not_a_warning():

@@ -23,16 +23,17 @@ from torch.utils._python_dispatch import TorchDispatchMode, \
     _get_current_dispatch_mode as _current_mode
 
 from ...core.errors import AliasflowError
+from ...core.gcpause import resume as resume_gc
 from ...solver.native import load
 from . import datadep
 from .confirm import rerun
 from .frames import USER_CODE as _USER, is_user_code as _is_user_code, user_frame as _user_frame, \
     user_site as _user_site
-from .memory import FINAL_COPY_LIMIT, NO_ALIASES, StorageGen, may_overlap_internally, same_layout as _same_layout
+from .memory import FINAL_COPY_LIMIT, NO_ALIASES, StorageGen, may_overlap_internally, \
+    same_layout as _same_layout
 from .schema import TENSOR, spec_of
 from .streams import StreamLog
-from .threads import THREAD_START as _THREAD_START, unwatch_threads as _unwatch_threads, \
-    watch_threads as _watch_threads
+from .threads import unwatch_threads as _unwatch_threads, watch_threads as _watch_threads
 
 _hot = load(__package__ + "._hot")   # the compiled per-call path, or None (AF_PURE=1)
 
@@ -151,7 +152,7 @@ class _CompiledMode(TorchDispatchMode):
             trace, trace.calls, trace._by_sid, trace._born, _SPECS, _SLOTS, trace._weak,
             trace._pages, trace.storages, trace._streams, _storage_address, _sequence_nr,
             _current_node, _user_site, _USER, _is_user_code, Call, StorageGen, _text,
-            _ODD_DTYPES, _PLAIN, _Tensor, _same_layout, _slot, torch.nn.Parameter, _expired,
+            _ODD_DTYPES, _PLAIN, _Tensor, _same_layout, _slot, _Parameter, _expired,
             NO_ALIASES, _copy, trace.values, _PAGE)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -224,7 +225,9 @@ class Trace:
         except Exception as err:  # noqa: BLE001 - never turn the program's exit into ours
             self._warn("end of trace", _text(err))
         if self.pause_gc and self._gc_was_enabled:
-            _promote_and_enable()
+            # what the trace made lives as long as the trace: straight to the oldest
+            # generation, not scanned as young all at once by the first collection after
+            resume_gc(promote=True)
         if self.calls_on_other_threads:
             self._warn("calls on other threads",
                        f"{self.calls_on_other_threads} aten call(s) were made on the "
@@ -358,7 +361,7 @@ class Trace:
         if t.dtype in _QUANTIZED:
             raise Untracked(f"a quantized tensor ({str(t.dtype).replace('torch.', '')})")
         if t.device.type == "meta" or type(t) is not _Tensor and \
-                not isinstance(t, torch.nn.Parameter):
+                not isinstance(t, _Parameter):
             try:
                 if t.device.type == "meta":
                     return None
@@ -891,20 +894,8 @@ def _copy(st, gen):
     return st.clone()
 
 
-def _promote_and_enable() -> None:
-    """The collector back on after a trace. What the trace made lives as long as the trace,
-    so it goes straight to the oldest generation, as it would after surviving the collections
-    the pause skipped, instead of being scanned as young all at once by the first collection
-    after (see :func:`aliasflow.core.gcpause.paused_gc`, which does the same, and when it
-    does not: a program that froze objects itself keeps them frozen)."""
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
-    gc.enable()
-
-
 def _spec(func):
-    """``(func, spec, run)`` for the overload, made once per process: its spec (None, with the
+    """``(func, spec, run, fast)`` for the overload, made once per process: its spec (None, with the
     reason kept, when its schema cannot be read) and what runs it: the compiled operator an
     ``OpOverload`` calls (its ``__call__`` only forwards to it, a Python frame per op), else
     ``func`` itself."""

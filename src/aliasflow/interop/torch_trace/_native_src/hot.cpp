@@ -41,12 +41,6 @@ PyObject* s_shape;
 PyObject* s_stride;
 PyObject* s_dtype;
 PyObject* s_cdata;
-PyObject* s_address;
-PyObject* s_end;
-PyObject* s_dirty;
-PyObject* s_creator;
-PyObject* s_group;
-PyObject* s_snapshot;
 PyObject* s_is_conj;
 PyObject* s_is_neg;
 PyObject* s_is_cpu;
@@ -1229,9 +1223,7 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.interop.torch_trace._hot
 bool intern_all() {
     struct Name { PyObject** slot; const char* text; } names[] = {
         {&s_data_ptr, "data_ptr"}, {&s_shape, "shape"}, {&s_stride, "stride"},
-        {&s_dtype, "dtype"}, {&s_cdata, "_cdata"}, {&s_address, "address"}, {&s_end, "end"},
-        {&s_dirty, "dirty"}, {&s_creator, "creator"}, {&s_group, "group"},
-        {&s_snapshot, "snapshot"}, {&s_is_conj, "is_conj"}, {&s_is_neg, "is_neg"},
+        {&s_dtype, "dtype"}, {&s_cdata, "_cdata"}, {&s_is_conj, "is_conj"}, {&s_is_neg, "is_neg"},
         {&s_is_cpu, "is_cpu"}, {&s_device, "device"}, {&s_type, "type"},
         {&s_untyped_storage, "untyped_storage"}, {&s_nbytes, "nbytes"},
         {&s_weak_ref, "_weak_ref"}, {&s_clone, "clone"}, {&s_active, "active"},
