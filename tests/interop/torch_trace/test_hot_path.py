@@ -253,14 +253,14 @@ def test_the_compiled_path_is_the_one_used():
 @needs_compiled
 def test_bad_arguments_are_refused_at_the_boundary():
     HotPath = tracer._hot.HotPath
-    with pytest.raises(TypeError, match="HotPath takes 30 arguments, got 0"):
+    with pytest.raises(TypeError, match="HotPath takes 32 arguments, got 0"):
         HotPath()
     with pytest.raises(TypeError, match="calls must be a list, got NoneType"):
-        HotPath(*[None] * 30)
+        HotPath(*[None] * 32)
     with pytest.raises(TypeError, match="positional arguments only"):
         HotPath(values=True)
     t = tracer.Trace()
-    hot = tracer._CompiledMode(t).hot
+    hot = tracer._CompiledMode(t)
     with pytest.raises(TypeError, match="takes 3 positional arguments"):
         hot(1, 2)
     with pytest.raises(TypeError, match="takes 3 positional arguments"):

@@ -69,6 +69,17 @@ def user_frame_py(skip, known, classify):
     return None
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` with which ``warnings.warn``, called by this function's caller,
+    names the user's frame (the caller's own when there is none)."""
+    level, f = 1, _getframe(1)
+    while f is not None:
+        if is_user_code(f.f_code):
+            return level
+        f, level = f.f_back, level + 1
+    return 1
+
+
 def user_site_py(skip, known, classify):
     """``(code, line)`` of the frame :func:`user_frame_py` finds, or None."""
     if skip < 0:

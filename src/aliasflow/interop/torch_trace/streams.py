@@ -40,6 +40,7 @@ import torch
 
 from ...analysis.streams import HOST
 from ...core.errors import AliasflowError
+from .frames import user_stacklevel
 
 DEFAULT = "default"
 CUDA_DEFAULT = "cuda:default"
@@ -199,7 +200,7 @@ class StreamLog:
     def issued(self, raw, func, args, kwargs) -> bool:
         """Note an op's stack and (CUDA) stream. True for a stream command that touches no
         data (``record_stream``), which the tracer then runs without recording accesses."""
-        self.stacks[raw.index] = _user_stack(sys._getframe(3))
+        self.stacks[raw.index] = _user_stack(sys._getframe(1))
         cuda = self.cuda
         if cuda is None:
             return False
@@ -258,7 +259,7 @@ _WARNED: set = set()
 def _warn_once(message: str) -> None:
     if message not in _WARNED:
         _WARNED.add(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
 
 
 def cuda_stream_name(handle: int) -> str:

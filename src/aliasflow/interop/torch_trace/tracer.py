@@ -28,7 +28,7 @@ from ...solver.native import load
 from . import datadep
 from .confirm import rerun
 from .frames import USER_CODE as _USER, is_user_code as _is_user_code, user_frame as _user_frame, \
-    user_site as _user_site
+    user_site as _user_site, user_stacklevel
 from .memory import FINAL_COPY_LIMIT, NO_ALIASES, StorageGen, may_overlap_internally, \
     same_layout as _same_layout
 from .schema import TENSOR, spec_of
@@ -44,6 +44,9 @@ _storage_address = torch._C._storage_address
 _sequence_nr = torch._C._autograd._get_sequence_nr
 _current_node = torch._C._current_autograd_node
 _expired = torch.UntypedStorage._expired
+# what TorchDynamo's disable calls to turn frame evaluation off (None where torch has none)
+_SET_EVAL_FRAME = getattr(getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None),
+                          "set_eval_frame", None)
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _BIT_VIEWS = frozenset({"_neg_view", "imag", "_conj", "conj", "view_as_real", "real"})
@@ -142,21 +145,26 @@ class _Mode(TorchDispatchMode):
         return self.trace._call(func, args, kwargs or {})
 
 
-class _CompiledMode(TorchDispatchMode):
-    """The dispatch mode with the compiled per-call path (``_native_src/hot.cpp``), which
-    records what :meth:`Trace._call` would and hands it every call it has no fast form for."""
+if _hot is not None:
+    class _CompiledMode(_hot.HotPath, TorchDispatchMode):
+        """The dispatch mode with the compiled per-call path (``_native_src/hot.cpp``), which
+        records what :meth:`Trace._call` would and hands it every call it has no fast form for.
 
-    def __init__(self, trace):
-        super().__init__()
-        self.hot = _hot.HotPath(
-            trace, trace.calls, trace._by_sid, trace._born, _SPECS, _SLOTS, trace._weak,
-            trace._pages, trace.storages, trace._streams, _storage_address, _sequence_nr,
-            _current_node, _user_site, _USER, _is_user_code, Call, StorageGen, _text,
-            _ODD_DTYPES, _PLAIN, _Tensor, _same_layout, _slot, _Parameter, _expired,
-            NO_ALIASES, _copy, trace.values, _PAGE)
+        The mode is a ``HotPath``, and its ``__torch_dispatch__`` is HotPath's, compiled: no
+        Python frame per call. (TorchDispatchMode wraps a ``__torch_dispatch__`` written in
+        the subclass in TorchDynamo's ``disable``, Python frames that turn frame evaluation
+        off around each call; HotPath's turns it off itself, with the ``set_eval_frame`` those
+        frames call.)"""
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.hot(func, args, kwargs or {})
+        def __init__(self, trace):
+            TorchDispatchMode.__init__(self)
+            _hot.HotPath.__init__(
+                self, trace, trace.calls, trace._by_sid, trace._born, _SPECS, _SLOTS,
+                trace._weak, trace._pages, trace.storages, trace._streams, _storage_address,
+                _sequence_nr, _current_node, _user_site, _USER, _is_user_code, Call,
+                StorageGen, _text, _ODD_DTYPES, _PLAIN, _Tensor, _same_layout, _slot,
+                _Parameter, _expired, NO_ALIASES, _copy, torch.default_generator,
+                _SET_EVAL_FRAME, trace.values, _PAGE)
 
 
 class Trace:
@@ -284,7 +292,7 @@ class Trace:
         text = reason if key == "calls on other threads" else \
             f"aliasflow could not record {key} ({reason}); it ran untraced"
         try:
-            warnings.warn(text, AliasflowTraceWarning, stacklevel=4)
+            warnings.warn(text, AliasflowTraceWarning, stacklevel=user_stacklevel())
         except Exception:  # noqa: BLE001 - warnings turned into errors: stay silent
             pass
 
@@ -416,9 +424,9 @@ class Trace:
         spec, run = known[1], known[2]
         calls = self.calls
         index = len(calls)
-        # the user's line: in the first frame past the mode's outside torch, aliasflow and
-        # installed packages
-        where = _user_site(2, _USER, _is_user_code)
+        # the user's line: in the first frame past this one outside torch, aliasflow and
+        # installed packages (the mode's, when it has one, is aliasflow's)
+        where = _user_site(1, _USER, _is_user_code)
         node = _current_node()
         streams = self._streams
         call = Call((index, spec, func, where,
@@ -608,11 +616,9 @@ class Trace:
         extra = call.extra = call.extra or {}
         extra["exact"] = (k,) + got
 
-    def _suspect(self, call, spec, func, args, kwargs, accesses, skip=3):
+    def _suspect(self, call, spec, func, args, kwargs, accesses):
         """Does a written argument share memory with another argument (outside the
-        elementwise exemption) or overlap itself? Then copy the arguments to confirm.
-        ``skip``: the frames between this one and the user's (_call's and the mode's; the
-        compiled path has no _call frame)."""
+        elementwise exemption) or overlap itself? Then copy the arguments to confirm."""
         written = {}
         groups: dict = {}
         for j, acc in enumerate(accesses):
@@ -645,7 +651,7 @@ class Trace:
         call.extra = call.extra or {}
         call.extra["suspect"] = True
         # the user's frame: their variables, while they are there to see
-        frame = _user_frame(skip, _USER, _is_user_code)
+        frame = _user_frame(1, _USER, _is_user_code)   # past this one
         if frame is not None:
             from .names import frame_locals
             tensors = {}
@@ -914,19 +920,25 @@ def _spec(func):
 
 def _fast(spec):
     """What the compiled per-call path needs of ``spec``: ``(flags, tensors, fresh, number of
-    returns, name)``, ``tensors`` as ``spec.tensors`` with each mode's code and whether the
+    returns, name, generator position)``, ``tensors`` as ``spec.tensors`` with each mode's code and whether the
     argument is read elementwise with the written one (``spec.elementwise_args``); None where
     the op needs :meth:`Trace._call` whole (an unreadable schema, writes a flag turns on,
-    data-dependent writes, random draws, arguments it may move)."""
-    if spec is None or spec.switch is not None or spec.data_dependent or spec.random or \
-            spec.resizing:
+    data-dependent writes, arguments it may move). ``generator position``, for a random op:
+    where its ``generator`` argument may be passed by position (-1: by keyword only; -2: it
+    takes none)."""
+    if spec is None or spec.switch is not None or spec.data_dependent or spec.resizing:
         return None
     flags = (1 * spec.view_only | 2 * spec.writes | 4 * spec.elementwise | 8 * spec.foreach
-             | 16 * (spec.base in _BIT_VIEWS) | 32 * spec.uninitialized | 64 * bool(spec.returns))
+             | 16 * (spec.base in _BIT_VIEWS) | 32 * spec.uninitialized | 64 * bool(spec.returns)
+             | 128 * spec.random)
+    generator = -2
+    if spec.takes_generator:
+        generator = next((a.position for a in spec.args if a.name == "generator"), -1)
     codes = {None: 0, "R": 1, "W": 2, "RW": 3}
     tensors = tuple((pos, name, bool(is_list), mode, codes[mode],
                      name in spec.elementwise_args) for pos, name, is_list, mode in spec.tensors)
-    return (flags, tensors, tuple(bool(f) for f in spec.fresh), len(spec.returns), spec.name)
+    return (flags, tensors, tuple(bool(f) for f in spec.fresh), len(spec.returns), spec.name,
+            generator)
 
 
 _FORWARDING_CALL = torch._ops.OpOverload.__call__   # ``return self._op(*args, **kwargs)``

@@ -120,6 +120,16 @@ PyObject* user_frame(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     Py_RETURN_NONE;
 }
 
+// The last site answered, by code object and instruction: one user line issues many aten
+// calls in a row (a backward pass, an optimizer step), and finding the line of an
+// instruction scans the code's line table. (The table held, as one instruction of one code
+// object is always on the same line; Python before 3.11 cannot say which instruction.)
+struct LastSite {
+    PyObject* code = nullptr;   // strong references
+    PyObject* site = nullptr;
+    int lasti = -1;
+} last_site;
+
 // user_site(skip, known, classify) -> (code, line) or None
 PyObject* user_site(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     afpy::Ref frame(user_frame(self, args, nargs));
@@ -127,7 +137,20 @@ PyObject* user_site(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     if (frame.p == Py_None) Py_RETURN_NONE;
     PyFrameObject* f = reinterpret_cast<PyFrameObject*>(frame.p);
     afpy::Ref code(reinterpret_cast<PyObject*>(PyFrame_GetCode(f)));
+#if PY_VERSION_HEX >= 0x030B0000
+    int lasti = PyFrame_GetLasti(f);
+    if (lasti >= 0 && code.p == last_site.code && lasti == last_site.lasti)
+        return Py_NewRef(last_site.site);
+    PyObject* site = site_of(code.p, PyFrame_GetLineNumber(f));
+    if (site && lasti >= 0) {
+        Py_XSETREF(last_site.code, Py_NewRef(code.p));
+        Py_XSETREF(last_site.site, Py_NewRef(site));
+        last_site.lasti = lasti;
+    }
+    return site;
+#else
     return site_of(code.p, PyFrame_GetLineNumber(f));
+#endif
 }
 
 PyMethodDef module_methods[] = {

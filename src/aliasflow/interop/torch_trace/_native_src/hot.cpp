@@ -33,6 +33,7 @@ enum : long {
     F_BIT_VIEW = 16,      // makes conj/neg views: every tensor's bits are read from now on
     F_UNINITIALIZED = 32, // leaves its result unspecified: replay needs its bytes
     F_RETURNS = 64,       // returns something
+    F_RANDOM = 128,       // draws random numbers: the generator's state is kept for replay
 };
 enum : long { M_NONE = 0, M_R = 1, M_W = 2, M_RW = 3 };
 
@@ -64,13 +65,16 @@ PyObject* s_untracked;
 PyObject* s_warn;
 PyObject* s_W;
 PyObject* s_cpu;
+PyObject* s_generator;
+PyObject* s_get_state;
 
 // The fields a HotPath holds, in the order its constructor takes them.
 #define HOT_FIELDS(X)                                                                          \
     X(trace) X(calls) X(by_sid) X(born) X(specs) X(slots) X(weak) X(pages) X(storages)         \
     X(streams) X(storage_address) X(sequence_nr) X(current_node) X(user_site) X(user_known)    \
     X(is_user_code) X(call_type) X(gen_type) X(text) X(odd_dtypes) X(plain_types)             \
-    X(tensor_type) X(same_layout) X(slot) X(parameter_type) X(expired) X(no_aliases) X(copy)
+    X(tensor_type) X(same_layout) X(slot) X(parameter_type) X(expired) X(no_aliases) X(copy)    \
+    X(default_generator) X(set_eval_frame)
 
 struct HotPath {
     PyObject_HEAD
@@ -81,6 +85,16 @@ struct HotPath {
     int values;
     int page_shift;
     Py_ssize_t gen_offsets[9];   // where a StorageGen keeps each GenField (-1: ask by name)
+    Py_ssize_t gen_slots[17];    // where it keeps each of its slots, in GEN_SLOTS' order, when
+    bool gen_in_c;               // its slots are exactly those (then one is made here)
+    bool call_in_c;              // Call is a list subclass adding no state or construction
+    // The accessors of a plain tensor (torch.Tensor or nn.Parameter exactly) and of its
+    // storage: the descriptors their types resolve each name to, found once, so a read is
+    // a call of the descriptor instead of a lookup along the type's bases and a bound method
+    // per read (nullptr: asked for by name).
+    PyObject* tensor_acc[9];
+    PyObject* storage_type;      // the type of the first storage seen (its accessors below)
+    PyObject* storage_acc[3];
 };
 
 // The StorageGen fields this path reads and writes: kept in slots, whose offsets the type's
@@ -94,6 +108,30 @@ const char* const GEN_FIELD_NAMES[G_N] = {"id", "address", "end", "creator", "we
 static_assert(G_N == 9, "HotPath::gen_offsets holds one offset per GenField");
 PyObject* gen_field_names[G_N];
 
+// StorageGen's slots, in the order new_gen fills them: a StorageGen whose __slots__ are
+// exactly these is made here, as its __init__ would make it (memory.py; the tests compare the
+// two); any other is made by calling it.
+const char* const GEN_SLOTS[] = {"id", "address", "nbytes", "end", "creator", "first_op",
+                                 "snapshot", "final_crc", "final_bytes", "weak",
+                                 "alive_at_end", "region", "region_start", "aliases", "group",
+                                 "dirty", "device"};
+constexpr int GEN_N_SLOTS = sizeof(GEN_SLOTS) / sizeof(GEN_SLOTS[0]);
+static_assert(GEN_N_SLOTS == 17, "HotPath::gen_slots holds one offset per slot");
+
+// The tensor and storage accessors the path reads (methods called with no arguments, or
+// attributes), through the descriptors found once (HotPath::tensor_acc, storage_acc).
+enum TensorAcc {
+    TA_DATA_PTR, TA_STRIDE, TA_UNTYPED_STORAGE, TA_IS_CONJ, TA_IS_NEG,   // methods
+    TA_SHAPE, TA_DTYPE, TA_CDATA, TA_IS_CPU, TA_N                      // attributes
+};
+constexpr int TA_FIRST_ATTRIBUTE = TA_SHAPE;
+const char* const TENSOR_ACC_NAMES[TA_N] = {"data_ptr", "stride", "untyped_storage", "is_conj",
+                                            "is_neg", "shape", "dtype", "_cdata", "is_cpu"};
+enum StorageAcc { SA_DATA_PTR, SA_NBYTES, SA_WEAK_REF, SA_N };
+const char* const STORAGE_ACC_NAMES[SA_N] = {"data_ptr", "nbytes", "_weak_ref"};
+PyObject* tensor_acc_names[TA_N];
+PyObject* storage_acc_names[SA_N];
+
 constexpr int N_FIELDS = 0
 #define COUNT(name) +1
     HOT_FIELDS(COUNT)
@@ -103,14 +141,22 @@ constexpr int N_FIELDS = 0
 PyObject** fields(HotPath* h) { return &h->trace; }   // (declared in a row)
 
 int hot_traverse(PyObject* self, visitproc visit, void* arg) {
-    PyObject** f = fields(reinterpret_cast<HotPath*>(self));
+    HotPath* h = reinterpret_cast<HotPath*>(self);
+    PyObject** f = fields(h);
     for (int i = 0; i < N_FIELDS; ++i) Py_VISIT(f[i]);
+    for (PyObject* o : h->tensor_acc) Py_VISIT(o);
+    for (PyObject* o : h->storage_acc) Py_VISIT(o);
+    Py_VISIT(h->storage_type);
     return 0;
 }
 
 int hot_clear(PyObject* self) {
-    PyObject** f = fields(reinterpret_cast<HotPath*>(self));
+    HotPath* h = reinterpret_cast<HotPath*>(self);
+    PyObject** f = fields(h);
     for (int i = 0; i < N_FIELDS; ++i) Py_CLEAR(f[i]);
+    for (PyObject*& o : h->tensor_acc) Py_CLEAR(o);
+    for (PyObject*& o : h->storage_acc) Py_CLEAR(o);
+    Py_CLEAR(h->storage_type);
     return 0;
 }
 
@@ -121,6 +167,73 @@ void hot_dealloc(PyObject* self) {
     type->tp_free(self);
     Py_DECREF(type);   // a heap type: each instance holds its type
 }
+
+// Are StorageGen's __slots__ exactly GEN_SLOTS, each a writable object slot? Then note where
+// each is kept (HotPath::gen_slots) and make generations here.
+bool learn_gen_slots(HotPath* h) {
+    h->gen_in_c = false;
+    Ref names(PyObject_GetAttrString(h->gen_type, "__slots__"));
+    if (!names.p) {
+        PyErr_Clear();
+        return true;
+    }
+    if (!PyTuple_Check(names.p) || PyTuple_GET_SIZE(names.p) != GEN_N_SLOTS) return true;
+    for (int i = 0; i < GEN_N_SLOTS; ++i) {
+        PyObject* name = PyTuple_GET_ITEM(names.p, i);
+        if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, GEN_SLOTS[i]))
+            return true;
+        Ref d(PyObject_GetAttr(h->gen_type, name));
+        if (!d.p) return false;
+        if (Py_TYPE(d.p) != &PyMemberDescr_Type) return true;
+        PyMemberDef* m = reinterpret_cast<PyMemberDescrObject*>(d.p)->d_member;
+        if (m->type != T_OBJECT_EX || (m->flags & READONLY)) return true;
+        h->gen_slots[i] = m->offset;
+    }
+    h->gen_in_c = true;
+    return true;
+}
+
+// What hot_init learns of the generation and tensor types (slot offsets, accessor
+// descriptors), kept for the next HotPath of the same types: a trace per training step makes
+// a HotPath per step. The same types means the same objects, unmodified since (their version
+// tags unchanged: assigning an attribute of a type clears its tag).
+struct Learned {
+    PyObject* types[3] = {nullptr, nullptr, nullptr};   // gen, tensor, parameter (strong)
+    unsigned int tags[3] = {0, 0, 0};
+    Py_ssize_t gen_offsets[G_N];
+    Py_ssize_t gen_slots[GEN_N_SLOTS];
+    bool gen_in_c = false;
+    PyObject* tensor_acc[TA_N] = {};   // strong references
+
+    static unsigned int tag(PyObject* type) {
+        PyTypeObject* t = reinterpret_cast<PyTypeObject*>(type);
+        return (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? t->tp_version_tag : 0;
+    }
+    bool same_types(HotPath* h) const {
+        PyObject* now[3] = {h->gen_type, h->tensor_type, h->parameter_type};
+        for (int i = 0; i < 3; ++i)
+            if (!types[i] || now[i] != types[i] || !tags[i] || tag(now[i]) != tags[i])
+                return false;
+        return true;
+    }
+    void copy_to(HotPath* h) const {
+        std::copy(gen_offsets, gen_offsets + G_N, h->gen_offsets);
+        std::copy(gen_slots, gen_slots + GEN_N_SLOTS, h->gen_slots);
+        h->gen_in_c = gen_in_c;
+        for (int i = 0; i < TA_N; ++i) Py_XSETREF(h->tensor_acc[i], Py_XNewRef(tensor_acc[i]));
+    }
+    void keep(HotPath* h) {
+        PyObject* now[3] = {h->gen_type, h->tensor_type, h->parameter_type};
+        for (int i = 0; i < 3; ++i) {
+            Py_XSETREF(types[i], Py_NewRef(now[i]));
+            tags[i] = tag(now[i]);
+        }
+        std::copy(h->gen_offsets, h->gen_offsets + G_N, gen_offsets);
+        std::copy(h->gen_slots, h->gen_slots + GEN_N_SLOTS, gen_slots);
+        gen_in_c = h->gen_in_c;
+        for (int i = 0; i < TA_N; ++i) Py_XSETREF(tensor_acc[i], Py_XNewRef(h->tensor_acc[i]));
+    }
+} learned;
 
 int hot_init(PyObject* self, PyObject* args, PyObject* kwargs) {
     HotPath* h = reinterpret_cast<HotPath*>(self);
@@ -176,6 +289,16 @@ int hot_init(PyObject* self, PyObject* args, PyObject* kwargs) {
         return -1;
     }
     h->page_shift = static_cast<int>(shift);
+    PyTypeObject* call_type = reinterpret_cast<PyTypeObject*>(h->call_type);
+    h->call_in_c = call_type->tp_basicsize == PyList_Type.tp_basicsize &&
+                   call_type->tp_itemsize == 0 && call_type->tp_init == PyList_Type.tp_init &&
+                   call_type->tp_alloc == PyType_GenericAlloc;
+    for (PyObject*& o : h->storage_acc) Py_CLEAR(o);
+    Py_CLEAR(h->storage_type);
+    if (learned.same_types(h)) {   // as the last HotPath of these types learned
+        learned.copy_to(h);
+        return 0;
+    }
     for (int i = 0; i < G_N; ++i) {
         h->gen_offsets[i] = -1;
         Ref d(PyObject_GetAttr(h->gen_type, gen_field_names[i]));
@@ -185,7 +308,30 @@ int hot_init(PyObject* self, PyObject* args, PyObject* kwargs) {
             if (m->type == T_OBJECT_EX && !(m->flags & READONLY)) h->gen_offsets[i] = m->offset;
         }
     }
+    if (!learn_gen_slots(h)) return -1;
+    for (int i = 0; i < TA_N; ++i) {   // the same descriptor on both plain types, or none
+        Py_CLEAR(h->tensor_acc[i]);
+        Ref on_tensor(PyObject_GetAttr(h->tensor_type, tensor_acc_names[i]));
+        Ref on_parameter(on_tensor.p ? PyObject_GetAttr(h->parameter_type, tensor_acc_names[i])
+                                     : nullptr);
+        if (!on_parameter.p) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+            PyErr_Clear();
+            continue;
+        }
+        PyTypeObject* kind = i < TA_FIRST_ATTRIBUTE ? &PyMethodDescr_Type : &PyGetSetDescr_Type;
+        if (on_tensor.p == on_parameter.p && Py_TYPE(on_tensor.p) == kind)
+            h->tensor_acc[i] = on_tensor.release();
+    }
+    learned.keep(h);
     return 0;
+}
+
+// An int as a long long (PyLong_AsLong where it is as wide: CPython's PyLong_AsLongLong goes
+// through a byte array for anything past one digit, as every address is)
+long long as_long_long(PyObject* v) {
+    if constexpr (sizeof(long) == sizeof(long long)) return PyLong_AsLong(v);
+    return PyLong_AsLongLong(v);
 }
 
 // gen.<field>, a new reference (nullptr with an exception when unset)
@@ -211,7 +357,7 @@ bool gen_set(HotPath* h, PyObject* gen, GenField f, PyObject* value) {
 bool gen_int(HotPath* h, PyObject* gen, GenField f, long long* out) {
     Ref v(gen_get(h, gen, f));
     if (!v.p) return false;
-    *out = PyLong_AsLongLong(v.p);
+    *out = as_long_long(v.p);
     return !(*out == -1 && PyErr_Occurred());
 }
 
@@ -222,6 +368,45 @@ PyObject* method0(PyObject* o, PyObject* name) { return PyObject_CallMethodNoArg
 
 bool is_tensor(HotPath* h, PyObject* o) {
     return PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(h->tensor_type));
+}
+
+// A torch.Tensor or nn.Parameter exactly (a subclass, a fake or functional wrapper, goes to
+// Trace._capture, which asks it nothing before knowing it has memory)
+bool plain_type(HotPath* h, PyObject* t) {
+    return Py_TYPE(t) == reinterpret_cast<PyTypeObject*>(h->tensor_type) ||
+           Py_TYPE(t) == reinterpret_cast<PyTypeObject*>(h->parameter_type);
+}
+
+// descriptor d (a method taking no arguments, or an attribute) read on o
+PyObject* read_through(PyObject* d, PyObject* o) {
+    if (Py_TYPE(d) == &PyMethodDescr_Type) return PyObject_Vectorcall(d, &o, 1, nullptr);
+    return Py_TYPE(d)->tp_descr_get(d, o, reinterpret_cast<PyObject*>(Py_TYPE(o)));
+}
+
+// t.<accessor>() or t.<accessor>, a new reference
+PyObject* tensor_read(HotPath* h, PyObject* t, TensorAcc a) {
+    PyObject* d = h->tensor_acc[a];
+    if (d && plain_type(h, t)) return read_through(d, t);
+    return a < TA_FIRST_ATTRIBUTE ? method0(t, tensor_acc_names[a])
+                                  : PyObject_GetAttr(t, tensor_acc_names[a]);
+}
+
+// st.<accessor>(), a new reference; the accessors of the first storage type seen are found
+// once, those of any other are asked for by name
+PyObject* storage_read(HotPath* h, PyObject* st, StorageAcc a) {
+    if (!h->storage_type) {
+        h->storage_type = Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(st)));
+        for (int i = 0; i < SA_N; ++i) {
+            Ref d(PyObject_GetAttr(h->storage_type, storage_acc_names[i]));
+            if (d.p && Py_TYPE(d.p) == &PyMethodDescr_Type)
+                h->storage_acc[i] = d.release();
+            else
+                PyErr_Clear();
+        }
+    }
+    if (h->storage_acc[a] && reinterpret_cast<PyObject*>(Py_TYPE(st)) == h->storage_type)
+        return read_through(h->storage_acc[a], st);
+    return method0(st, storage_acc_names[a]);
 }
 
 // the slot object for access number k (tracer._SLOTS, else tracer._slot(k))
@@ -284,8 +469,8 @@ int may_overlap_internally(PyObject* sizes, PyObject* strides) {
     if (PyTuple_GET_SIZE(st.p) != n) return 1;
     std::vector<std::pair<long long, long long>> dims;
     for (Py_ssize_t i = 0; i < n; ++i) {
-        long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(sz.p, i));
-        long long stride = PyLong_AsLongLong(PyTuple_GET_ITEM(st.p, i));
+        long long size = as_long_long(PyTuple_GET_ITEM(sz.p, i));
+        long long stride = as_long_long(PyTuple_GET_ITEM(st.p, i));
         if (PyErr_Occurred()) {
             PyErr_Clear();
             return 1;
@@ -336,13 +521,6 @@ PyObject* argument(Call& c, Py_ssize_t pos, PyObject* name) {
     return v;
 }
 
-// A torch.Tensor or nn.Parameter exactly (a subclass, a fake or functional wrapper, goes to
-// Trace._capture, which asks it nothing before knowing it has memory)
-bool plain_type(HotPath* h, PyObject* t) {
-    return Py_TYPE(t) == reinterpret_cast<PyTypeObject*>(h->tensor_type) ||
-           Py_TYPE(t) == reinterpret_cast<PyTypeObject*>(h->parameter_type);
-}
-
 // Trace._capture(t, mode, pos, k, index, accesses, creating)
 bool capture_py(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssize_t k,
                 bool creating) {
@@ -361,8 +539,8 @@ bool append_access(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssiz
                    PyObject* dtype, long long born) {
     long bits = 0;
     if (!c.plain_bits) {
-        Ref conj(method0(t, s_is_conj));
-        Ref neg(conj.p ? method0(t, s_is_neg) : nullptr);
+        Ref conj(tensor_read(c.h, t, TA_IS_CONJ));
+        Ref neg(conj.p ? tensor_read(c.h, t, TA_IS_NEG) : nullptr);
         if (!neg.p) return false;
         int cj = PyObject_IsTrue(conj.p), ng = PyObject_IsTrue(neg.p);
         if (cj < 0 || ng < 0) return false;
@@ -385,12 +563,12 @@ PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* b
 PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd) {
     HotPath* h = c.h;
     if (odd || !plain_type(h, t)) return nullptr;
-    Ref st(method0(t, s_untyped_storage));
-    Ref base(st.p ? method0(st.p, s_data_ptr) : nullptr);
-    Ref nbytes(base.p ? method0(st.p, s_nbytes) : nullptr);
+    Ref st(tensor_read(h, t, TA_UNTYPED_STORAGE));
+    Ref base(st.p ? storage_read(h, st.p, SA_DATA_PTR) : nullptr);
+    Ref nbytes(base.p ? storage_read(h, st.p, SA_NBYTES) : nullptr);
     if (!nbytes.p) return nullptr;
-    long long base_v = PyLong_AsLongLong(base.p);
-    long long nbytes_v = PyLong_AsLongLong(nbytes.p);
+    long long base_v = as_long_long(base.p);
+    long long nbytes_v = as_long_long(nbytes.p);
     if (PyErr_Occurred() || !base_v) return nullptr;
     return new_gen(c, t, st.p, sid, base.p, base_v, nbytes_v, false);
 }
@@ -401,11 +579,11 @@ bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py
     HotPath* h = c.h;
     if (!plain_type(h, t)) return capture_py(c, t, mode, pos, k, false);
     Ref sid(PyObject_CallOneArg(h->storage_address, t));
-    Ref ptr(sid.p ? method0(t, s_data_ptr) : nullptr);
-    Ref shape(ptr.p ? PyObject_GetAttr(t, s_shape) : nullptr);
-    Ref stride(shape.p ? method0(t, s_stride) : nullptr);
-    Ref dtype(stride.p ? PyObject_GetAttr(t, s_dtype) : nullptr);
-    long long at = dtype.p ? PyLong_AsLongLong(ptr.p) : 0;
+    Ref ptr(sid.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr);
+    Ref shape(ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr);
+    Ref stride(shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr);
+    Ref dtype(stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr);
+    long long at = dtype.p ? as_long_long(ptr.p) : 0;
     int odd = PyErr_Occurred() ? 0 : PySet_Contains(h->odd_dtypes, dtype.p);
     if (PyErr_Occurred()) {   // Trace._capture says what it is
         if (!PyErr_ExceptionMatches(PyExc_Exception)) return false;
@@ -438,11 +616,11 @@ bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py
         int is_dirty = PyObject_IsTrue(dirty.p);
         if (is_dirty < 0) return false;
         if (is_dirty) {
-            Ref cdata(PyObject_GetAttr(t, s_cdata));
+            Ref cdata(tensor_read(h, t, TA_CDATA));
             if (!cdata.p) return false;
             PyObject* b = PyDict_GetItemWithError(h->born, cdata.p);
             if (b) {
-                born = PyLong_AsLongLong(b);
+                born = as_long_long(b);
                 if (born == -1 && PyErr_Occurred()) return false;
             } else if (PyErr_Occurred()) {
                 return false;
@@ -459,6 +637,27 @@ bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py
         }
     }
     return append_access(c, t, mode, pos, k, g, ptr.p, shape.p, stride.p, dtype.p, born);
+}
+
+// A random op's generator (its generator argument, else the default one) and its state
+// before the op draws: call.rng = (explicit generator?, state). The fast form's generator
+// position: -2, the op takes no generator; -1, only by keyword.
+bool keep_rng(Call& c) {
+    long pos = PyLong_AsLong(PyTuple_GET_ITEM(c.fast, 5));
+    if (pos == -1 && PyErr_Occurred()) return false;
+    PyObject* gen = nullptr;   // borrowed
+    if (pos != -2) {
+        gen = PyDict_GetItemWithError(c.kwargs, s_generator);
+        if (!gen && PyErr_Occurred()) return false;
+        if (gen == Py_None) gen = nullptr;
+        if (!gen && pos >= 0 && pos < PyTuple_GET_SIZE(c.args)) {
+            gen = PyTuple_GET_ITEM(c.args, pos);
+            if (gen == Py_None) gen = nullptr;
+        }
+    }
+    Ref state(method0(gen ? gen : c.h->default_generator, s_get_state));
+    Ref rng(state.p ? PyTuple_Pack(2, gen ? Py_True : Py_False, state.p) : nullptr);
+    return rng.p && set_field(c.call, 12, rng.p);
 }
 
 // Trace._before without its rare parts (the fast form excludes them): the access tuples,
@@ -529,7 +728,7 @@ bool before(Call& c) {
         Ref tmpl(PyTuple_Pack(2, targs.p, tkw.p));
         if (!tmpl.p || !set_field(c.call, 8, tmpl.p)) return false;
     }
-    return true;
+    return !(c.flags & F_RANDOM) || keep_rng(c);
 }
 
 long mode_code(PyObject* mode) {
@@ -639,15 +838,15 @@ int moved(Call& c) {
         if (!v) return PyErr_Occurred() ? -1 : 1;
         Ref t(k >= 0 ? PySequence_GetItem(v, k) : Py_NewRef(v));
         if (!t.p) return -1;
-        Ref ptr(method0(t.p, s_data_ptr));
+        Ref ptr(tensor_read(c.h, t.p, TA_DATA_PTR));
         if (!ptr.p) return -1;
         int same = PyObject_RichCompareBool(ptr.p, PyTuple_GET_ITEM(acc, 4), Py_EQ);
         if (same <= 0) return same < 0 ? -1 : 1;
-        Ref shape(PyObject_GetAttr(t.p, s_shape));
+        Ref shape(tensor_read(c.h, t.p, TA_SHAPE));
         if (!shape.p) return -1;
         same = PyObject_RichCompareBool(shape.p, PyTuple_GET_ITEM(acc, 5), Py_EQ);
         if (same <= 0) return same < 0 ? -1 : 1;
-        Ref stride(method0(t.p, s_stride));
+        Ref stride(tensor_read(c.h, t.p, TA_STRIDE));
         if (!stride.p) return -1;
         same = PyObject_RichCompareBool(stride.p, PyTuple_GET_ITEM(acc, 6), Py_EQ);
         if (same <= 0) return same < 0 ? -1 : 1;
@@ -720,6 +919,31 @@ PyObject* live_overlapping(HotPath* h, long long start, long long end) {
     return PyFrozenSet_New(found.p);
 }
 
+// StorageGen(id, address, nbytes, creator, weak, device, first_op): made here when its slots
+// are the ones GEN_SLOTS names (as its __init__ fills them), else by calling it
+PyObject* make_gen(HotPath* h, PyObject* id, PyObject* address, PyObject* nbytes,
+                   long long end_v, PyObject* creator, PyObject* weak, PyObject* device,
+                   PyObject* first_op) {
+    if (!h->gen_in_c) {
+        PyObject* a[] = {nullptr, id, address, nbytes, creator, weak, device, first_op};
+        return PyObject_Vectorcall(h->gen_type, a + 1, 7 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                   nullptr);
+    }
+    Ref end(PyLong_FromLongLong(end_v));
+    Ref zero(PyLong_FromLong(0));
+    if (!end.p || !zero.p) return nullptr;
+    PyTypeObject* type = reinterpret_cast<PyTypeObject*>(h->gen_type);
+    PyObject* gen = type->tp_alloc(type, 0);
+    if (!gen) return nullptr;
+    PyObject* values[GEN_N_SLOTS] = {id, address, nbytes, end.p, creator, first_op, Py_None,
+                                     Py_None, Py_None, weak, Py_False, Py_None, zero.p,
+                                     h->no_aliases, id, Py_False, device};
+    for (int i = 0; i < GEN_N_SLOTS; ++i)
+        *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(gen) + h->gen_slots[i]) =
+            Py_NewRef(values[i]);
+    return gen;
+}
+
 // A generation for storage st (StorageImpl address sid) at base, nbytes long, first seen by
 // this call (Trace._new_gen; creating: the call made it): pinned, indexed by page, the
 // storage's latest. One the call did not make may share memory with live storages, and with
@@ -730,10 +954,10 @@ PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* b
     int known = PyDict_Contains(h->by_sid, sid);
     if (known < 0) return nullptr;
     if (!known) {
-        Ref pin(method0(st, s_weak_ref));   // pins the StorageImpl object, not its bytes
+        Ref pin(storage_read(h, st, SA_WEAK_REF));   // pins the StorageImpl object, not its bytes
         if (!pin.p || PyList_Append(h->weak, sid) < 0) return nullptr;
     }
-    Ref cpu(PyObject_GetAttr(t, s_is_cpu));
+    Ref cpu(tensor_read(h, t, TA_IS_CPU));
     if (!cpu.p) return nullptr;
     int is_cpu = PyObject_IsTrue(cpu.p);
     if (is_cpu < 0) return nullptr;
@@ -748,9 +972,8 @@ PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* b
     Ref id(PyLong_FromSsize_t(PyList_GET_SIZE(h->storages)));
     Ref size(PyLong_FromLongLong(nbytes));
     if (!id.p || !size.p) return nullptr;
-    PyObject* a[] = {nullptr, id.p, base, size.p, creating ? c.index_obj : Py_None, sid,
-                     device.p, c.index_obj};
-    Ref gen(PyObject_Vectorcall(h->gen_type, a + 1, 7 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr));
+    Ref gen(make_gen(h, id.p, base, size.p, base_v + nbytes, creating ? c.index_obj : Py_None,
+                     sid, device.p, c.index_obj));
     if (!gen.p) return nullptr;
     if (!creating) {
         Ref aliases(live_overlapping(h, base_v, base_v + nbytes));
@@ -828,18 +1051,18 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
     Py_ssize_t k = PyList_GET_SIZE(c.accesses);
     bool plain_t = plain_type(h, t);   // (else Trace._capture says what it is)
     Ref sid(plain_t ? PyObject_CallOneArg(h->storage_address, t) : nullptr);
-    Ref st(sid.p ? method0(t, s_untyped_storage) : nullptr);
-    Ref base(st.p ? method0(st.p, s_data_ptr) : nullptr);
-    Ref nbytes(base.p ? method0(st.p, s_nbytes) : nullptr);
-    Ref ptr(nbytes.p ? method0(t, s_data_ptr) : nullptr);
-    Ref shape(ptr.p ? PyObject_GetAttr(t, s_shape) : nullptr);
-    Ref stride(shape.p ? method0(t, s_stride) : nullptr);
-    Ref dtype(stride.p ? PyObject_GetAttr(t, s_dtype) : nullptr);
+    Ref st(sid.p ? tensor_read(h, t, TA_UNTYPED_STORAGE) : nullptr);
+    Ref base(st.p ? storage_read(h, st.p, SA_DATA_PTR) : nullptr);
+    Ref nbytes(base.p ? storage_read(h, st.p, SA_NBYTES) : nullptr);
+    Ref ptr(nbytes.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr);
+    Ref shape(ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr);
+    Ref stride(shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr);
+    Ref dtype(stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr);
     long long base_v = 0, nbytes_v = 0;
     int odd = 0;
     if (dtype.p) {
-        base_v = PyLong_AsLongLong(base.p);
-        nbytes_v = base_v == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(nbytes.p);
+        base_v = as_long_long(base.p);
+        nbytes_v = base_v == -1 && PyErr_Occurred() ? 0 : as_long_long(nbytes.p);
         odd = PyErr_Occurred() ? 1 : PySet_Contains(h->odd_dtypes, dtype.p);
         if (odd < 0) return nullptr;
     }
@@ -875,7 +1098,7 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
         Ref snap(gen_get(h, gen.p, G_SNAPSHOT));
         if (!snap.p) return nullptr;
         if (snap.p == Py_None) {   // replay needs its unspecified bytes
-            Ref st2(method0(t, s_untyped_storage));
+            Ref st2(tensor_read(h, t, TA_UNTYPED_STORAGE));
             Ref copy(st2.p ? PyObject_CallFunctionObjArgs(h->copy, st2.p, gen.p, nullptr)
                            : nullptr);
             if (!copy.p || !gen_set(h, gen.p, G_SNAPSHOT, copy.p)) return nullptr;
@@ -885,7 +1108,7 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
 }
 
 bool mark_born(Call& c, PyObject* t) {
-    Ref cdata(PyObject_GetAttr(t, s_cdata));
+    Ref cdata(tensor_read(c.h, t, TA_CDATA));
     return cdata.p && PyDict_SetItem(c.h->born, cdata.p, c.index_obj) == 0;
 }
 
@@ -999,13 +1222,15 @@ bool read_tensors(Call& c) {
 }
 
 // Is the fast form well made? (tracer._fast builds it: (flags, tensors, fresh, n returns,
-// name); checked once per call, cheaply, so a bad one is an error, not a crash)
+// name, generator position); checked once per call, cheaply, so a bad one is an error, not
+// a crash)
 bool fast_form_ok(PyObject* fast) {
-    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 5) return false;
+    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 6) return false;
     PyObject* tensors = PyTuple_GET_ITEM(fast, 1);
     if (!PyLong_CheckExact(PyTuple_GET_ITEM(fast, 0)) || !PyTuple_CheckExact(tensors) ||
         !PyTuple_CheckExact(PyTuple_GET_ITEM(fast, 2)) ||
-        !PyLong_CheckExact(PyTuple_GET_ITEM(fast, 3)))
+        !PyLong_CheckExact(PyTuple_GET_ITEM(fast, 3)) ||
+        !PyLong_CheckExact(PyTuple_GET_ITEM(fast, 5)))
         return false;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tensors); ++i) {
         PyObject* e = PyTuple_GET_ITEM(tensors, i);
@@ -1021,42 +1246,58 @@ PyObject* slow(HotPath* h, PyObject* func, PyObject* args, PyObject* kwargs) {
     return trace_method(h, s_call, {func, args, kwargs});
 }
 
+// Call(items): made here as the list it is when Call adds nothing to a list's layout and
+// construction (h->call_in_c), else by calling it with a tuple
+constexpr Py_ssize_t N_CALL_FIELDS = 14;
+PyObject* new_call(HotPath* h, PyObject* const* items) {
+    if (!h->call_in_c) {
+        Ref fields(PyTuple_New(N_CALL_FIELDS));
+        if (!fields.p) return nullptr;
+        for (Py_ssize_t i = 0; i < N_CALL_FIELDS; ++i)
+            PyTuple_SET_ITEM(fields.p, i, Py_NewRef(items[i]));
+        return PyObject_CallOneArg(h->call_type, fields.p);
+    }
+    PyTypeObject* type = reinterpret_cast<PyTypeObject*>(h->call_type);
+    PyObject** kept = PyMem_New(PyObject*, N_CALL_FIELDS);
+    if (!kept) return PyErr_NoMemory();
+    PyObject* call = type->tp_alloc(type, 0);   // an empty list of the type
+    if (!call) {
+        PyMem_Free(kept);
+        return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < N_CALL_FIELDS; ++i) kept[i] = Py_NewRef(items[i]);
+    PyListObject* list = reinterpret_cast<PyListObject*>(call);
+    list->ob_item = kept;
+    list->allocated = N_CALL_FIELDS;
+    Py_SET_SIZE(list, N_CALL_FIELDS);
+    return call;
+}
+
 // The Call list for this call, appended to the trace's calls (Trace._call's first lines).
 bool open_call(Call& c) {
     HotPath* h = c.h;
-    Ref one(PyLong_FromLong(1));   // past the dispatch mode's frame
-    PyObject* site_args[] = {one.p, h->user_known, h->is_user_code};
-    Ref where(one.p ? PyObject_Vectorcall(h->user_site, site_args, 3, nullptr) : nullptr);
+    // from the innermost Python frame (a dispatch mode's own frame, when there is one, is
+    // aliasflow's: the classifier passes over it)
+    Ref zero(PyLong_FromLong(0));
+    PyObject* site_args[] = {zero.p, h->user_known, h->is_user_code};
+    Ref where(zero.p ? PyObject_Vectorcall(h->user_site, site_args, 3, nullptr) : nullptr);
     if (!where.p) return false;
     Ref node(call0(h->current_node));
     if (!node.p) return false;
     Ref node_seq(node.p == Py_None ? Py_NewRef(Py_None) : method0(node.p, s_sequence_nr));
     Ref region(node_seq.p ? PyObject_GetAttr(h->streams, s_region) : nullptr);
     Ref seq(region.p ? call0(h->sequence_nr) : nullptr);
-    Ref fields(seq.p ? PyTuple_New(14) : nullptr);
-    if (!fields.p) return false;
-    PyObject* items[14] = {c.index_obj, c.spec, c.func, where.p, region.p, seq.p, node_seq.p,
-                           nullptr, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
-    Ref empty(PyTuple_New(0));
+    Ref empty(seq.p ? PyTuple_New(0) : nullptr);
     if (!empty.p) return false;
-    items[7] = empty.p;
-    for (int i = 0; i < 14; ++i) PyTuple_SET_ITEM(fields.p, i, Py_NewRef(items[i]));
-    c.call = PyObject_CallOneArg(h->call_type, fields.p);
+    PyObject* items[N_CALL_FIELDS] = {c.index_obj, c.spec, c.func, where.p, region.p, seq.p,
+                                      node_seq.p, empty.p, Py_None, Py_None, Py_None, Py_None,
+                                      Py_None, Py_None};
+    c.call = new_call(h, items);
     return c.call && PyList_Append(h->calls, c.call) == 0;
 }
 
-// hot(func, args, kwargs): the dispatch mode's whole answer for one aten call
-PyObject* hot_call(PyObject* self, PyObject* const* a, size_t nargsf, PyObject* kwnames) {
-    HotPath* h = reinterpret_cast<HotPath*>(self);
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 3 || kwnames) {
-        PyErr_SetString(PyExc_TypeError,
-                        "HotPath(func, args, kwargs) takes 3 positional arguments");
-        return nullptr;
-    }
-    PyObject* func = a[0];
-    PyObject* args = a[1];
-    PyObject* kwargs = a[2];
+// The dispatch mode's whole answer for one aten call.
+PyObject* hot_run(HotPath* h, PyObject* func, PyObject* args, PyObject* kwargs) {
     if (!PyTuple_Check(args) || !PyDict_Check(kwargs)) return slow(h, func, args, kwargs);
     Ref key(PyLong_FromVoidPtr(func));
     if (!key.p) return nullptr;
@@ -1138,10 +1379,8 @@ PyObject* hot_call(PyObject* self, PyObject* const* a, size_t nargsf, PyObject* 
     if (c.flags & F_WRITES) {
         int s = suspect(c);
         if (s > 0) {
-            Ref two(PyLong_FromLong(2));   // the user's frame is past _suspect's and the mode's
-            finish.p = two.p ? trace_method(h, s_suspect, {c.call, c.spec, func, args, kwargs,
-                                                           c.accesses, two.p})
-                             : nullptr;
+            finish.p = trace_method(h, s_suspect, {c.call, c.spec, func, args, kwargs,
+                                                   c.accesses});
         }
         if (s < 0 || (s > 0 && !finish.p)) {   // no confirmation: the finding stays a hazard
             if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
@@ -1179,6 +1418,74 @@ PyObject* hot_call(PyObject* self, PyObject* const* a, size_t nargsf, PyObject* 
     return out.release();
 }
 
+// hot(func, args, kwargs): hot_run
+PyObject* hot_call(PyObject* self, PyObject* const* a, size_t nargsf, PyObject* kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames) {
+        PyErr_SetString(PyExc_TypeError,
+                        "HotPath(func, args, kwargs) takes 3 positional arguments");
+        return nullptr;
+    }
+    return hot_run(reinterpret_cast<HotPath*>(self), a[0], a[1], a[2]);
+}
+
+// Has anything replaced CPython's frame evaluation? TorchDynamo installs its own while any
+// thread has a callback set and puts the default back when none has, so with the default in
+// place set_eval_frame(None) would change nothing.
+bool frame_evaluation_replaced() {
+#if PY_VERSION_HEX < 0x030E0000
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) !=
+           _PyEval_EvalFrameDefault;
+#else
+    return true;
+#endif
+}
+
+// hot.__torch_dispatch__(func, types, args=(), kwargs=None): the dispatch mode's answer (the
+// mode is a HotPath), with TorchDynamo's frame evaluation turned off while it runs (what
+// torch's TorchDispatchMode does around a Python __torch_dispatch__ by wrapping it in Python
+// frames: set_eval_frame(None) before, the previous callback back after), so a program
+// compiled by torch.compile never has the tracer's Python compiled into its graphs.
+PyObject* hot_dispatch(PyObject* self, PyObject* const* a, Py_ssize_t n) {
+    HotPath* h = reinterpret_cast<HotPath*>(self);
+    if (n < 2 || n > 4) {
+        PyErr_Format(PyExc_TypeError,
+                     "dispatch(func, types, args=(), kwargs=None) takes 2 to 4 arguments, got %zd",
+                     n);
+        return nullptr;
+    }
+    Ref args(n > 2 ? Py_NewRef(a[2]) : PyTuple_New(0));
+    Ref kwargs(n > 3 && a[3] != Py_None ? Py_NewRef(a[3]) : PyDict_New());
+    if (!args.p || !kwargs.p) return nullptr;
+    Ref prior;
+    if (h->set_eval_frame != Py_None && frame_evaluation_replaced()) {
+        prior.p = PyObject_CallOneArg(h->set_eval_frame, Py_None);
+        if (!prior.p) return nullptr;
+    }
+    PyObject* out = hot_run(h, a[0], args.p, kwargs.p);
+    if (prior.p) {
+        Pending pending;   // (the call's own exception, if any, comes first)
+        Ref back(PyObject_CallOneArg(h->set_eval_frame, prior.p));
+        if (!back.p) {
+            if (pending.type) {
+                PyErr_Clear();
+                pending.restore();
+            }
+            Py_XDECREF(out);
+            return nullptr;
+        }
+        pending.restore();
+    }
+    return out;
+}
+
+PyMethodDef hot_methods[] = {
+    {"__torch_dispatch__",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(hot_dispatch)), METH_FASTCALL,
+     "__torch_dispatch__(func, types, args=(), kwargs=None): the call recorded and run, with "
+     "TorchDynamo's frame evaluation off while it runs (a dispatch mode that is a HotPath "
+     "inherits it)."},
+    {nullptr, nullptr, 0, nullptr}};
+
 
 PyObject* hot_new(PyTypeObject* type, PyObject*, PyObject*) {
     PyObject* self = type->tp_alloc(type, 0);
@@ -1197,8 +1504,9 @@ const char hot_doc[] =
     "HotPath(trace, calls, by_sid, born, specs, slots, weak, pages, storages, streams, "
     "storage_address, sequence_nr, current_node, user_site, user_known, is_user_code, "
     "call_type, gen_type, text, odd_dtypes, plain_types, tensor_type, same_layout, slot, "
-    "parameter_type, expired, no_aliases, copy, values, page_shift): called as "
-    "hot(func, args, kwargs) by the dispatch mode.";
+    "parameter_type, expired, no_aliases, copy, default_generator, set_eval_frame, values, "
+    "page_shift): called as hot(func, args, kwargs); a dispatch mode that is a HotPath "
+    "(tracer._CompiledMode) inherits its __torch_dispatch__.";
 
 PyType_Slot hot_slots[] = {
     {Py_tp_doc, const_cast<char*>(hot_doc)},
@@ -1209,10 +1517,12 @@ PyType_Slot hot_slots[] = {
     {Py_tp_clear, reinterpret_cast<void*>(hot_clear)},
     {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
     {Py_tp_members, hot_members},
+    {Py_tp_methods, hot_methods},
     {0, nullptr}};
 
 PyType_Spec hot_spec = {"aliasflow.interop.torch_trace._hot.HotPath", sizeof(HotPath), 0,
-                        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+                        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+                            Py_TPFLAGS_HAVE_VECTORCALL,
                         hot_slots};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.interop.torch_trace._hot",
@@ -1231,11 +1541,18 @@ bool intern_all() {
         {&s_call, "_call"}, {&s_capture, "_capture"}, {&s_suspect, "_suspect"},
         {&s_after, "_after"}, {&s_moved, "_moved"}, {&s_results, "_results"},
         {&s_untracked, "_untracked"}, {&s_warn, "_warn"}, {&s_W, "W"}, {&s_cpu, "cpu"},
+        {&s_generator, "generator"}, {&s_get_state, "get_state"},
     };
     for (const Name& n : names)
         if (!(*n.slot = PyUnicode_InternFromString(n.text))) return false;
     for (int i = 0; i < G_N; ++i)
         if (!(gen_field_names[i] = PyUnicode_InternFromString(GEN_FIELD_NAMES[i]))) return false;
+    for (int i = 0; i < TA_N; ++i)
+        if (!(tensor_acc_names[i] = PyUnicode_InternFromString(TENSOR_ACC_NAMES[i])))
+            return false;
+    for (int i = 0; i < SA_N; ++i)
+        if (!(storage_acc_names[i] = PyUnicode_InternFromString(STORAGE_ACC_NAMES[i])))
+            return false;
     return true;
 }
 
