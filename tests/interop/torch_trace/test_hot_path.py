@@ -246,8 +246,8 @@ def test_the_compiled_path_is_the_one_used():
         with af.trace():
             torch.ones(3).add_(1)
     finally:
-        tracer._CompiledMode.__torch_dispatch__ = original
-    assert len(seen) == 2
+        del tracer._CompiledMode.__torch_dispatch__   # HotPath's again
+    assert len(seen) == 2 and tracer._CompiledMode.__torch_dispatch__ is original
 
 
 @needs_compiled
@@ -265,3 +265,29 @@ def test_bad_arguments_are_refused_at_the_boundary():
         hot(1, 2)
     with pytest.raises(TypeError, match="takes 3 positional arguments"):
         hot(1, 2, 3, x=4)
+
+
+@needs_compiled
+def test_the_mode_dispatches_without_a_python_frame():
+    """The mode's __torch_dispatch__ is HotPath's compiled one (no Python frame per call, no
+    TorchDynamo wrapping, which TorchDispatchMode gives one defined in the subclass)."""
+    assert "__torch_dispatch__" not in tracer._CompiledMode.__dict__
+    mode = tracer._CompiledMode(tracer.Trace())
+    assert type(mode.__torch_dispatch__).__name__ == "builtin_function_or_method"
+    assert mode.__torch_dispatch__.__self__ is mode   # what PyTorch checks of a mode
+    with pytest.raises(TypeError, match="takes 2 to 4 arguments, got 1"):
+        mode.__torch_dispatch__(torch.ops.aten.add.Tensor)
+
+
+def test_a_warning_names_the_users_line():
+    """An untraced call's warning points at the line of the user's program that made it,
+    whichever frames (the mode's, the reference's) lie between."""
+    sp = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.tensor([1.0, 2.0]),
+                                 (2, 2))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with af.trace():
+            line = __import__("inspect").currentframe().f_lineno + 1
+            sp.to_dense()
+    ours = [w for w in seen if issubclass(w.category, tracer.AliasflowTraceWarning)]
+    assert ours and ours[0].filename == __file__ and ours[0].lineno == line
