@@ -16,6 +16,7 @@ bytes a trace first touches, never with the number of writes.
 """
 from __future__ import annotations
 
+import zlib
 from math import prod
 
 import numpy as np
@@ -31,7 +32,7 @@ class StorageGen:
     when the trace first saw it (``snapshot``, for replay) and a CRC-32 at the end."""
 
     __slots__ = ("id", "address", "nbytes", "end", "creator", "first_op", "snapshot",
-                 "final_crc",
+                 "_final_crc",
                  "final_bytes", "weak", "alive_at_end", "region", "region_start", "aliases",
                  "group", "dirty", "device")
 
@@ -45,7 +46,8 @@ class StorageGen:
         self.first_op = first_op      # index of the first op that touched it
         self.snapshot = None          # its bytes at first sight (None: created): bytes on the
         #                               CPU, else an UntypedStorage copy
-        self.final_crc = None         # CRC-32 of its bytes at the end of the trace (if alive)
+        self._final_crc = None        # CRC-32 of its bytes at the end of the trace (if alive;
+        #                               for a small storage, from final_bytes when first asked)
         self.final_bytes = None       # a copy of them (bytes), for small storages
         self.weak = weak              # the StorageImpl's address, held by a weak reference
         self.alive_at_end = False
@@ -55,6 +57,17 @@ class StorageGen:
         self.group = id_              # generations sharing memory while alive share a group
         self.dirty = False            # written by an op other than its creator
         self.device = device
+
+    @property
+    def final_crc(self):
+        """CRC-32 of its bytes at the end of the trace (None: not alive then, or not kept)."""
+        if self._final_crc is None and self.final_bytes is not None:
+            self._final_crc = zlib.crc32(self.final_bytes)
+        return self._final_crc
+
+    @final_crc.setter
+    def final_crc(self, value):
+        self._final_crc = value
 
     def reuses(self, older: "StorageGen") -> bool:
         """Does this generation occupy memory ``older`` had before it was freed? A storage

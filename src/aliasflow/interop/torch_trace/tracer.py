@@ -815,10 +815,10 @@ class Trace:
                 st = torch.UntypedStorage._new_with_weak_ptr(gen.weak)
                 if st is not None and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
                     # its bytes read where they are (st holds them alive meanwhile); a small
-                    # storage's kept, to say which bytes differ
+                    # storage's kept, to say which bytes differ (and its CRC-32 taken from
+                    # them when asked)
                     if gen.nbytes <= FINAL_COPY_LIMIT:
                         gen.final_bytes = ctypes.string_at(gen.address, gen.nbytes)
-                        gen.final_crc = zlib.crc32(gen.final_bytes)
                     else:
                         gen.final_crc = zlib.crc32((ctypes.c_ubyte * gen.nbytes).from_address(
                             gen.address))

@@ -112,7 +112,7 @@ PyObject* gen_field_names[G_N];
 // exactly these is made here, as its __init__ would make it (memory.py; the tests compare the
 // two); any other is made by calling it.
 const char* const GEN_SLOTS[] = {"id", "address", "nbytes", "end", "creator", "first_op",
-                                 "snapshot", "final_crc", "final_bytes", "weak",
+                                 "snapshot", "_final_crc", "final_bytes", "weak",
                                  "alive_at_end", "region", "region_start", "aliases", "group",
                                  "dirty", "device"};
 constexpr int GEN_N_SLOTS = sizeof(GEN_SLOTS) / sizeof(GEN_SLOTS[0]);
