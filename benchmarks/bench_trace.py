@@ -202,7 +202,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     args = p.parse_args()
-    reps = 10 if args.quick else 40
+    reps = 10 if args.quick else 100
     torch.set_num_threads(1)
     rows = overhead_rows("transformer step", transformer, reps)
     rows += overhead_rows("small MLP", mlp, reps)
