@@ -7,8 +7,12 @@
 // or of an unusual kind to Trace._capture; a suspected overlap to Trace._suspect; a resized
 // argument to Trace._moved; a nested list result to Trace._results.
 //
-// The tensors are read through their Python accessors, as the reference reads them: no
-// PyTorch header or private layout is used, so this builds with nothing but CPython.
+// The dispatch mode is a HotPath (tracer._CompiledMode) and its __torch_dispatch__ is
+// hot_dispatch below, so no Python frame runs per call unless a call goes to the reference.
+//
+// The tensors are read through their Python accessors, as the reference reads them (the
+// descriptors their types resolve each name to, found once): no PyTorch header or private
+// layout is used, so this builds with nothing but CPython.
 #include <Python.h>
 #include <structmember.h>
 
