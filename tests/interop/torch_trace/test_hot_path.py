@@ -291,3 +291,30 @@ def test_a_warning_names_the_users_line():
             sp.to_dense()
     ours = [w for w in seen if issubclass(w.category, tracer.AliasflowTraceWarning)]
     assert ours and ours[0].filename == __file__ and ours[0].lineno == line
+
+
+@needs_compiled
+def test_frame_evaluation_is_off_while_the_tracer_runs():
+    """With a TorchDynamo-style frame callback set (what torch.compile sets while compiled code
+    runs), the tracer's own Python (here Trace._call, for resize_, which has no fast form)
+    never reaches the callback: the compiled __torch_dispatch__ turns frame evaluation off
+    around each call, as TorchDispatchMode's wrapping does, and puts the callback back."""
+    set_eval_frame = tracer._SET_EVAL_FRAME
+    types = pytest.importorskip("torch._dynamo.types")
+    if set_eval_frame is None or not hasattr(types, "ConvertFrameReturn"):
+        pytest.skip("this torch has no TorchDynamo frame callback to set")
+    seen = []
+
+    def callback(frame, *rest):
+        seen.append(frame.f_code.co_filename)
+        return types.ConvertFrameReturn()   # run the frame as it is
+    x = torch.ones(4)
+    with af.trace() as t:
+        prior = set_eval_frame(callback)
+        try:
+            x.resize_(8)
+            x.add(1)
+        finally:
+            back = set_eval_frame(prior)
+    assert back is callback and len(t) == 2
+    assert not [f for f in seen if "aliasflow" in f], seen
