@@ -18,6 +18,8 @@ import ast
 import weakref
 
 import torch
+from torch.nn.modules.module import register_module_forward_pre_hook
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from ..findings.model import storage_form
 from .schema import METADATA_ONLY
@@ -51,8 +53,6 @@ class ModuleNames:
         self._entries = None
 
     def start(self):
-        from torch.nn.modules.module import register_module_forward_pre_hook
-        from torch.optim.optimizer import register_optimizer_step_pre_hook
         self._handles = [register_module_forward_pre_hook(self._module),
                          register_optimizer_step_pre_hook(self._optimizer)]
 

@@ -306,8 +306,11 @@ class CudaRecorder:
         return torch.cuda.current_stream(device).cuda_stream
 
 
+_CUDA_BUILT = torch.backends.cuda.is_built()   # (a build without CUDA never gains it)
+
+
 def _cuda_available() -> bool:
-    return torch.cuda.is_available()
+    return _CUDA_BUILT and torch.cuda.is_available()
 
 
 _ACTIVE: list[StreamLog] = []   # logs of the traces running now

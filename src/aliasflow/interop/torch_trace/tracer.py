@@ -99,7 +99,8 @@ class Call(list):
     func = _field(2, "the OpOverload")
     where = _field(3, "(code object, line) of the user's frame, or None")
     stream = _field(4, "the CPU stream region it was issued in (None: default)")
-    seq = _field(5, "autograd's sequence number when it was called")
+    seq = _field(5, "autograd's sequence number when it was called (None when a backward node "
+                    "runs it)")
     node = _field(6, "sequence number of the backward node running it, or None")
     accesses = _field(7, "the access tuples")
     template = _field(8, "(args, kwargs) with tensors as access numbers, for replay")
@@ -200,6 +201,7 @@ class Trace:
         self._bits_seen = False   # a neg view of a real tensor was made: read every one's bits
         self.names = None
         self.running = False
+        self._ended = False   # a run of this trace has ended (its storages' ends are noted)
 
     # ---- context manager ----------------------------------------------------------------
     def __enter__(self):
@@ -429,8 +431,10 @@ class Trace:
         where = _user_site(1, _USER, _is_user_code)
         node = _current_node()
         streams = self._streams
+        # (a call a backward node runs has its node's number; only a forward call's sequence
+        # number says which node it made)
         call = Call((index, spec, func, where,
-                     streams.region, _sequence_nr(),
+                     streams.region, _sequence_nr() if node is None else None,
                      None if node is None else node._sequence_nr(), (), None, None, None,
                      None, None, None))
         calls.append(call)
@@ -675,7 +679,9 @@ class Trace:
         if finish is not None:
             outcomes = finish()
             call.extra["outcomes"] = outcomes
-        if spec.writes:   # a written argument may have been resized, even moved (out=)
+        if spec.writes and (spec.resizing or not (spec.elementwise or spec.foreach)):
+            # a written argument may have been resized, even moved (out=); an in-place
+            # pointwise op keeps its arguments' shapes
             self._moved(call, spec, index, args, kwargs, accesses)
         if spec.returns:   # (a fresh result is one of the returns)
             call.results = self._results(spec, out, index, accesses)
@@ -806,9 +812,11 @@ class Trace:
     def _finish(self):
         import zlib
         by_sid, values = self._by_sid, self.values
-        for gen in self.storages:   # (set by an earlier run of this trace, then superseded)
-            if gen.alive_at_end and by_sid.get(gen.weak) is not gen:
-                gen.alive_at_end = False
+        if self._ended:   # set by an earlier run of this trace, then superseded
+            for gen in self.storages:
+                if gen.alive_at_end and by_sid.get(gen.weak) is not gen:
+                    gen.alive_at_end = False
+        self._ended = True
         for gen in by_sid.values():   # each storage's latest generation
             gen.alive_at_end = not _expired(gen.weak)
             if gen.alive_at_end and values and gen.device == "cpu":

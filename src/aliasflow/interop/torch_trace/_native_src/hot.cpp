@@ -1185,7 +1185,8 @@ PyObject* trace_method(HotPath* h, PyObject* name, std::initializer_list<PyObjec
 // Trace._after without its rare parts: a resized argument, the results.
 bool after(Call& c, PyObject* out) {
     HotPath* h = c.h;
-    if (c.flags & F_WRITES) {
+    if ((c.flags & F_WRITES) && !(c.flags & (F_ELEMENTWISE | F_FOREACH))) {
+        // (an in-place pointwise op keeps its arguments' shapes: nothing to re-read)
         int m = moved(c);
         if (m < 0) return false;
         if (m) {
@@ -1290,7 +1291,8 @@ bool open_call(Call& c) {
     if (!node.p) return false;
     Ref node_seq(node.p == Py_None ? Py_NewRef(Py_None) : method0(node.p, s_sequence_nr));
     Ref region(node_seq.p ? PyObject_GetAttr(h->streams, s_region) : nullptr);
-    Ref seq(region.p ? call0(h->sequence_nr) : nullptr);
+    // (only a forward call's sequence number is used: it says which node the call made)
+    Ref seq(!region.p ? nullptr : node.p == Py_None ? call0(h->sequence_nr) : Py_NewRef(Py_None));
     Ref empty(seq.p ? PyTuple_New(0) : nullptr);
     if (!empty.p) return false;
     PyObject* items[N_CALL_FIELDS] = {c.index_obj, c.spec, c.func, where.p, region.p, seq.p,
