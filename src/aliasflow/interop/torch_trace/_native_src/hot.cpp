@@ -82,7 +82,6 @@ PyObject* s_get_state;
 
 struct HotPath {
     PyObject_HEAD
-    vectorcallfunc vectorcall;   // hot(func, args, kwargs) without a tuple of arguments
 #define DECLARE(name) PyObject* name;
     HOT_FIELDS(DECLARE)
 #undef DECLARE
@@ -1424,16 +1423,6 @@ PyObject* hot_run(HotPath* h, PyObject* func, PyObject* args, PyObject* kwargs) 
     return out.release();
 }
 
-// hot(func, args, kwargs): hot_run
-PyObject* hot_call(PyObject* self, PyObject* const* a, size_t nargsf, PyObject* kwnames) {
-    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames) {
-        PyErr_SetString(PyExc_TypeError,
-                        "HotPath(func, args, kwargs) takes 3 positional arguments");
-        return nullptr;
-    }
-    return hot_run(reinterpret_cast<HotPath*>(self), a[0], a[1], a[2]);
-}
-
 // Has anything replaced CPython's frame evaluation? TorchDynamo installs its own while any
 // thread has a callback set and puts the default back when none has, so with the default in
 // place set_eval_frame(None) would change nothing.
@@ -1496,23 +1485,18 @@ PyMethodDef hot_methods[] = {
 PyObject* hot_new(PyTypeObject* type, PyObject*, PyObject*) {
     PyObject* self = type->tp_alloc(type, 0);
     if (self) {
-        reinterpret_cast<HotPath*>(self)->vectorcall = hot_call;
         reinterpret_cast<HotPath*>(self)->page_shift = 20;
     }
     return self;
 }
-
-PyMemberDef hot_members[] = {
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(HotPath, vectorcall), READONLY, nullptr},
-    {nullptr, 0, 0, 0, nullptr}};
 
 const char hot_doc[] =
     "HotPath(trace, calls, by_sid, born, specs, slots, weak, pages, storages, streams, "
     "storage_address, sequence_nr, current_node, user_site, user_known, is_user_code, "
     "call_type, gen_type, text, odd_dtypes, plain_types, tensor_type, same_layout, slot, "
     "parameter_type, expired, no_aliases, copy, default_generator, set_eval_frame, values, "
-    "page_shift): called as hot(func, args, kwargs); a dispatch mode that is a HotPath "
-    "(tracer._CompiledMode) inherits its __torch_dispatch__.";
+    "page_shift): the base of the tracer's dispatch mode (tracer._CompiledMode), which "
+    "inherits its __torch_dispatch__.";
 
 PyType_Slot hot_slots[] = {
     {Py_tp_doc, const_cast<char*>(hot_doc)},
@@ -1521,14 +1505,11 @@ PyType_Slot hot_slots[] = {
     {Py_tp_dealloc, reinterpret_cast<void*>(hot_dealloc)},
     {Py_tp_traverse, reinterpret_cast<void*>(hot_traverse)},
     {Py_tp_clear, reinterpret_cast<void*>(hot_clear)},
-    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
-    {Py_tp_members, hot_members},
     {Py_tp_methods, hot_methods},
     {0, nullptr}};
 
 PyType_Spec hot_spec = {"aliasflow.interop.torch_trace._hot.HotPath", sizeof(HotPath), 0,
-                        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
-                            Py_TPFLAGS_HAVE_VECTORCALL,
+                        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
                         hot_slots};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.interop.torch_trace._hot",
