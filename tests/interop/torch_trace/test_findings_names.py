@@ -46,6 +46,32 @@ def test_library_frames_are_skipped_and_parameters_named(tmp_path, monkeypatch):
     sys.modules.pop("fakelib", None)
 
 
+def test_parameters_are_named_from_their_root_module_even_if_it_is_not_called(tmp_path,
+                                                                              monkeypatch):
+    """Names are read from the modules alive when the finding asks, not from module calls
+    seen while tracing: a parameter squared in place by a library, with no module called
+    in the trace, is named by its path from the outermost module."""
+    lib = tmp_path / "site-packages" / "fakesq"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("import torch\n\n\ndef square(w):\n"
+                                      "    torch.mm(w, w, out=w)\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    import fakesq
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Sequential(
+        torch.nn.ReLU(), torch.nn.Linear(4, 4, bias=False)))
+    with af.trace() as tr, torch.no_grad():
+        fakesq.square(net[1][1].weight)
+    (f,) = tr.findings()
+    assert f.severity == "wrong"
+    assert f.names == ["1.1.weight"]   # from the root; not "weight", as its own module says
+    from aliasflow.interop.torch_trace.tracer import Trace
+    with Trace(names=False) as tr, torch.no_grad():
+        fakesq.square(net[1][1].weight)
+    (f,) = tr.findings()
+    assert f.names[0].startswith("s")   # the storage form: no module names asked for
+    sys.modules.pop("fakesq", None)
+
+
 def test_backward_ops_are_placed_at_the_forward_line_that_made_them():
     x = torch.randn(3, 4)
     w = torch.randn(4, 2, requires_grad=True)

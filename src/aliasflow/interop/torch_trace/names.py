@@ -9,17 +9,15 @@ In order of preference, for an argument of an op a finding is about:
    for the ops the tracer re-runs on copies);
 3. the qualified name of a module parameter or buffer (``transformer.h.0.attn.c_attn.weight``),
    a parameter's gradient (``fc.weight.grad``) or optimizer state (``fc.weight:exp_avg``),
-   learned while tracing by global module and optimizer hooks that only read;
+   read, when a finding first needs one, from the modules and optimizers alive then;
 4. otherwise the storage form ``s18[int64 (2, 15) stride (16, 1) offset 0]``.
 """
 from __future__ import annotations
 
 import ast
-import weakref
+import gc
 
 import torch
-from torch.nn.modules.module import register_module_forward_pre_hook
-from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from ..findings.model import storage_form
 from .schema import METADATA_ONLY
@@ -39,47 +37,18 @@ ALIASES = {"mm": ("matmul", "mm", "__matmul__", "__rmatmul__"), "bmm": ("matmul"
 
 class ModuleNames:
     """Qualified names of the parameters, buffers, gradients and optimizer state of the
-    modules and optimizers a traced program uses, by storage and layout.
+    program's modules and optimizers, by storage and layout.
 
-    While tracing, global hooks only note (weakly) each module called and each optimizer
-    stepped; the names are read from them when a finding needs one (parameters, buffers and
-    optimizer state live on; a gradient is named while it is the parameter's ``.grad``)."""
+    Nothing runs while tracing: a global module hook, the way to see which modules a program
+    calls, would send every module call of the traced program through PyTorch's slow path.
+    The names are read when a finding first needs one, from the modules and optimizers alive
+    then (found among the objects Python's cyclic collector tracks): each tree of modules
+    from its root, so names are qualified from the outermost module (parameters, buffers and
+    optimizer state live on; a gradient is named while it is the parameter's ``.grad``). A
+    storage is matched by its StorageImpl, which the trace keeps from being reused."""
 
     def __init__(self):
-        self._modules: list = []       # weak references, in the order first called
-        self._optimizers: list = []
-        self._seen: set = set()
-        self._handles = []
         self._entries = None
-
-    def start(self):
-        self._handles = [register_module_forward_pre_hook(self._module),
-                         register_optimizer_step_pre_hook(self._optimizer)]
-
-    def stop(self):
-        for h in self._handles:
-            h.remove()
-        self._handles = []
-
-    def _module(self, module, args):
-        key = id(module)
-        if key not in self._seen:
-            self._seen.add(key)
-            try:
-                self._modules.append(weakref.ref(module))
-            except TypeError:
-                pass
-        return None
-
-    def _optimizer(self, optimizer, *rest):
-        key = id(optimizer)
-        if key not in self._seen:
-            self._seen.add(key)
-            try:
-                self._optimizers.append(weakref.ref(optimizer))
-            except TypeError:
-                pass
-        return None
 
     @property
     def entries(self) -> dict:
@@ -93,29 +62,42 @@ class ModuleNames:
         return self._entries
 
     def _learn(self):
-        # a module called first is the outermost: its names are the qualified ones
-        for ref in self._modules:
-            module = ref()
-            if module is None:
-                continue
-            for name, p in module.named_parameters():
+        modules, optimizers = _live_modules_and_optimizers()
+        children = set()
+        for m in modules:
+            try:
+                children.update(id(c) for c in m.children())
+            except Exception:  # noqa: BLE001 - a module that cannot say: taken as a root
+                pass
+        for module in modules:
+            if id(module) not in children:   # named from its root, with the path to it
+                try:
+                    self._learn_module(module)
+                except Exception:  # noqa: BLE001 - naming is best effort, never the program's
+                    pass
+        for optimizer in optimizers:
+            try:
+                self._learn_optimizer(optimizer)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _learn_module(self, module):
+        for name, p in module.named_parameters():
+            self._add(p, name)
+            if p.grad is not None:
+                self._add(p.grad, f"{name}.grad")
+        for name, b in module.named_buffers():
+            self._add(b, name)
+
+    def _learn_optimizer(self, optimizer):
+        for g, group in enumerate(optimizer.param_groups):
+            for k, p in enumerate(group["params"]):
+                name = self.name_of(p) or f"param_groups[{g}][{k}]"
                 self._add(p, name)
                 if p.grad is not None:
                     self._add(p.grad, f"{name}.grad")
-            for name, b in module.named_buffers():
-                self._add(b, name)
-        for ref in self._optimizers:
-            optimizer = ref()
-            if optimizer is None:
-                continue
-            for g, group in enumerate(optimizer.param_groups):
-                for k, p in enumerate(group["params"]):
-                    name = self.name_of(p) or f"param_groups[{g}][{k}]"
-                    self._add(p, name)
-                    if p.grad is not None:
-                        self._add(p.grad, f"{name}.grad")
-                    for key, v in optimizer.state.get(p, {}).items():
-                        self._add(v, f"{name}:{key}")
+                for key, v in optimizer.state.get(p, {}).items():
+                    self._add(v, f"{name}:{key}")
 
     def _add(self, t, name: str):
         try:
@@ -150,6 +132,32 @@ class ModuleNames:
             if p == ptr and len(s) == 2 and s[::-1] == shape and st[::-1] == strides:
                 return f"{name}.T"
         return f"{got[0][3]}[...]"
+
+
+def _subclasses(cls) -> set:
+    out, todo = set(), [cls]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in out:
+                out.add(sub)
+                todo.append(sub)
+    return out | {cls}
+
+
+def _live_modules_and_optimizers():
+    """The modules and optimizers alive now, in the collector's order (oldest first). Their
+    types are looked up in a set of the classes defined now: much cheaper than
+    ``isinstance`` over every object of a large program."""
+    module_types = _subclasses(torch.nn.Module)
+    optimizer_types = _subclasses(torch.optim.Optimizer)
+    modules, optimizers = [], []
+    for o in gc.get_objects():
+        kind = type(o)
+        if kind in module_types:
+            modules.append(o)
+        elif kind in optimizer_types:
+            optimizers.append(o)
+    return modules, optimizers
 
 
 def _split_list(text: str):

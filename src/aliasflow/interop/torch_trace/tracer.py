@@ -176,7 +176,8 @@ class Trace:
     tracing (the trace makes many small objects, and repeated full collections over them
     dominate the cost); memory freed by reference counting, which is how tensors are freed,
     is unaffected, and cyclic garbage is collected after the trace. ``names`` (default True)
-    learns the qualified names of the parameters and buffers of the modules the program calls.
+    names parameters, buffers, gradients and optimizer state in findings by their qualified
+    names, read from the modules and optimizers alive when a finding first needs one.
     """
 
     def __init__(self, values: bool = True, pause_gc: bool = True, names: bool = True):
@@ -209,8 +210,7 @@ class Trace:
             raise AliasflowError("this trace is already running")
         if self.learn_names:
             from .names import ModuleNames
-            self.names = self.names or ModuleNames()
-            self.names.start()
+            self.names = ModuleNames()   # (read when a finding first needs a name)
         self.seq_at_start = _sequence_nr()
         _watch_threads(self)
         self._streams.start()
@@ -228,8 +228,6 @@ class Trace:
         self.running = False
         _unwatch_threads(self)
         self._streams.stop()
-        if self.names is not None:
-            self.names.stop()
         try:
             self._finish()
         except Exception as err:  # noqa: BLE001 - never turn the program's exit into ours
@@ -256,8 +254,6 @@ class Trace:
         self._mode = None
         self.running = False
         self._streams.stop()
-        if self.names is not None:
-            self.names.stop()
         if self.pause_gc and self._gc_was_enabled:
             gc.enable()
 
