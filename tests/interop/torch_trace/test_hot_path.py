@@ -175,6 +175,8 @@ def odd_cases():
     base = torch.arange(24.)           # made before the trace: first seen as an argument
     shared = torch.from_numpy(base.numpy()[4:16])   # another storage over the same bytes
     old = base[:3]                     # a view made before the trace, read after writes
+    big = torch.zeros(tracer.FINAL_COPY_LIMIT // 4 + 1)   # its end as a CRC-32, not bytes
+    nothing = torch.empty(0)           # a storage of no bytes
 
     def program():
         torch.manual_seed(0)
@@ -221,6 +223,8 @@ def odd_cases():
         torch.addmm(c, torch.ones(2, 3), torch.ones(3, 2), out=c)   # self paired with out
         torch.addmm(c, c, c)                  # (the same overload family, no write)
         torch.index_add(p, 0, torch.tensor([0, 0, 1]), q, out=p)
+        big.add_(1)
+        nothing.add_(1)
     return program
 
 
@@ -231,6 +235,9 @@ def test_odd_cases_record_the_same():
     assert any(c.extra and "outcomes" in c.extra for c in fast.calls)   # a confirmed overlap
     assert any(c.error for c in fast.calls)               # refused calls
     assert any(a[8] == -1 for c in fast.calls for a in c.accesses)   # born before the trace
+    ends = [(g.nbytes, g.alive_at_end, g.final_bytes) for g in fast.storages]
+    assert (tracer.FINAL_COPY_LIMIT + 4, True, None) in ends   # (its CRC-32 compared above)
+    assert (0, True, b"") in ends and any(not alive for _, alive, _ in ends)
 
 
 @needs_compiled
@@ -262,6 +269,14 @@ def test_bad_arguments_are_refused_at_the_boundary():
     mode = tracer._CompiledMode(tracer.Trace())
     with pytest.raises(TypeError, match="takes 2 to 4 arguments, got 5"):
         mode.__torch_dispatch__(1, 2, 3, 4, 5)
+    with pytest.raises(TypeError, match="takes 3 arguments, got 1"):
+        mode.finish([])
+    with pytest.raises(TypeError, match="gens must be a list, got tuple"):
+        mode.finish((), tracer._revive, 1)
+    with pytest.raises(ValueError, match="limit must be an int >= 0, got -1"):
+        mode.finish([], tracer._revive, -1)
+    with pytest.raises(ValueError, match="limit must be an int >= 0, got 'x'"):
+        mode.finish([], tracer._revive, "x")
 
 
 @needs_compiled

@@ -17,6 +17,7 @@ import ctypes
 import gc
 import warnings
 import weakref
+import zlib
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, \
@@ -44,6 +45,7 @@ _storage_address = torch._C._storage_address
 _sequence_nr = torch._C._autograd._get_sequence_nr
 _current_node = torch._C._current_autograd_node
 _expired = torch.UntypedStorage._expired
+_revive = torch.UntypedStorage._new_with_weak_ptr   # the storage of a weak reference, or None
 # what TorchDynamo's disable calls to turn frame evaluation off (None where torch has none)
 _SET_EVAL_FRAME = getattr(getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None),
                           "set_eval_frame", None)
@@ -223,13 +225,14 @@ class Trace:
         return self
 
     def __exit__(self, *exc):
-        self._mode.__exit__(*exc)
+        mode = self._mode
+        mode.__exit__(*exc)
         self._mode = None   # the mode refers to the trace: no cycle left for the GC to find
         self.running = False
         _unwatch_threads(self)
         self._streams.stop()
         try:
-            self._finish()
+            self._finish(mode)
         except Exception as err:  # noqa: BLE001 - never turn the program's exit into ours
             self._warn("end of trace", _text(err))
         if self.pause_gc and self._gc_was_enabled:
@@ -805,18 +808,24 @@ class Trace:
                                     tuple(_unravel(int(e), shape) for e in flat[:4096]))
 
     # ---- end of trace -------------------------------------------------------------------
-    def _finish(self):
-        import zlib
+    def _finish(self, mode=None):
+        """Each storage's end: alive or not, and with values a CPU storage's final bytes (its
+        CRC-32 past ``FINAL_COPY_LIMIT``), read where they are. ``mode``: the dispatch mode
+        that ran, whose compiled walk (a HotPath's) does the same as the loop here."""
         by_sid, values = self._by_sid, self.values
         if self._ended:   # set by an earlier run of this trace, then superseded
             for gen in self.storages:
                 if gen.alive_at_end and by_sid.get(gen.weak) is not gen:
                     gen.alive_at_end = False
         self._ended = True
+        if _hot is not None and isinstance(mode, _hot.HotPath):
+            for gen, st in mode.finish(list(by_sid.values()), _revive, FINAL_COPY_LIMIT):
+                _take_crc(gen, st)
+            return
         for gen in by_sid.values():   # each storage's latest generation
             gen.alive_at_end = not _expired(gen.weak)
             if gen.alive_at_end and values and gen.device == "cpu":
-                st = torch.UntypedStorage._new_with_weak_ptr(gen.weak)
+                st = _revive(gen.weak)
                 if st is not None and st.data_ptr() == gen.address and st.nbytes() == gen.nbytes:
                     # its bytes read where they are (st holds them alive meanwhile); a small
                     # storage's kept, to say which bytes differ (and its CRC-32 taken from
@@ -824,8 +833,7 @@ class Trace:
                     if gen.nbytes <= FINAL_COPY_LIMIT:
                         gen.final_bytes = ctypes.string_at(gen.address, gen.nbytes)
                     else:
-                        gen.final_crc = zlib.crc32((ctypes.c_ubyte * gen.nbytes).from_address(
-                            gen.address))
+                        _take_crc(gen, st)
                 else:
                     gen.alive_at_end = False
 
@@ -893,6 +901,11 @@ class Trace:
         """Jupyter shows a trace as a table of its findings."""
         from ...reporting.html import trace_html
         return trace_html(self)
+
+
+def _take_crc(gen, st):
+    """The CRC-32 of a long storage's final bytes (``st`` holds them alive meanwhile)."""
+    gen.final_crc = zlib.crc32((ctypes.c_ubyte * gen.nbytes).from_address(gen.address))
 
 
 def _copy(st, gen):

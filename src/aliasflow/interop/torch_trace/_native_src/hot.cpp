@@ -87,7 +87,7 @@ struct HotPath {
 #undef DECLARE
     int values;
     int page_shift;
-    Py_ssize_t gen_offsets[9];   // where a StorageGen keeps each GenField (-1: ask by name)
+    Py_ssize_t gen_offsets[13];  // where a StorageGen keeps each GenField (-1: ask by name)
     Py_ssize_t gen_slots[17];    // where it keeps each of its slots, in GEN_SLOTS' order, when
     bool gen_in_c;               // its slots are exactly those (then one is made here)
     bool call_in_c;              // Call is a list subclass adding no state or construction
@@ -104,11 +104,13 @@ struct HotPath {
 // member descriptors give (read once, at HotPath's construction), so reading one is a load
 // instead of an attribute lookup. Anything else is asked for by name.
 enum GenField {
-    G_ID, G_ADDRESS, G_END, G_CREATOR, G_WEAK, G_GROUP, G_DIRTY, G_SNAPSHOT, G_ALIASES, G_N
+    G_ID, G_ADDRESS, G_END, G_CREATOR, G_WEAK, G_GROUP, G_DIRTY, G_SNAPSHOT, G_ALIASES,
+    G_NBYTES, G_DEVICE, G_ALIVE_AT_END, G_FINAL_BYTES, G_N
 };
 const char* const GEN_FIELD_NAMES[G_N] = {"id", "address", "end", "creator", "weak", "group",
-                                          "dirty", "snapshot", "aliases"};
-static_assert(G_N == 9, "HotPath::gen_offsets holds one offset per GenField");
+                                          "dirty", "snapshot", "aliases", "nbytes", "device",
+                                          "alive_at_end", "final_bytes"};
+static_assert(G_N == 13, "HotPath::gen_offsets holds one offset per GenField");
 PyObject* gen_field_names[G_N];
 
 // StorageGen's slots, in the order new_gen fills them: a StorageGen whose __slots__ are
@@ -1473,7 +1475,85 @@ PyObject* hot_dispatch(PyObject* self, PyObject* const* a, Py_ssize_t n) {
     return out;
 }
 
+// Trace._finish's walk over each storage's latest generation (the list gens), compiled:
+// whether its storage is alive (revive: UntypedStorage._new_with_weak_ptr), and with values,
+// a CPU storage's final bytes, read where they are, when it is at most limit bytes long.
+// Returns [(gen, storage)] for the longer ones, whose CRC-32 the caller takes (the storage
+// holds the bytes alive meanwhile).
+PyObject* hot_finish(PyObject* self, PyObject* const* a, Py_ssize_t n) {
+    HotPath* h = reinterpret_cast<HotPath*>(self);
+    if (n != 3) {
+        PyErr_Format(PyExc_TypeError,
+                     "finish(gens, revive, limit) takes 3 arguments, got %zd", n);
+        return nullptr;
+    }
+    if (!PyList_CheckExact(a[0])) {
+        PyErr_Format(PyExc_TypeError, "finish: gens must be a list, got %.100s",
+                     Py_TYPE(a[0])->tp_name);
+        return nullptr;
+    }
+    long long limit = PyLong_Check(a[2]) ? as_long_long(a[2]) : -1;
+    if (limit < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "finish: limit must be an int >= 0, got %.100R",
+                         a[2]);
+        return nullptr;
+    }
+    Ref gens(PySequence_List(a[0]));   // (a copy: nothing called below changes it)
+    Ref large(gens.p ? PyList_New(0) : nullptr);
+    if (!large.p) return nullptr;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(gens.p); ++i) {
+        PyObject* gen = PyList_GET_ITEM(gens.p, i);
+        Ref weak(gen_get(h, gen, G_WEAK));
+        Ref expired(weak.p ? PyObject_CallOneArg(h->expired, weak.p) : nullptr);
+        int dead = expired.p ? PyObject_IsTrue(expired.p) : -1;
+        if (dead < 0) return nullptr;
+        bool alive = !dead;
+        if (alive && h->values) {
+            Ref device(gen_get(h, gen, G_DEVICE));
+            if (!device.p) return nullptr;
+            int cpu = PyObject_RichCompareBool(device.p, s_cpu, Py_EQ);
+            if (cpu < 0) return nullptr;
+            if (cpu) {
+                Ref st(PyObject_CallOneArg(a[1], weak.p));
+                if (!st.p) return nullptr;
+                if (st.p == Py_None) {
+                    alive = false;
+                } else {
+                    Ref ptr(storage_read(h, st.p, SA_DATA_PTR));
+                    Ref size(ptr.p ? storage_read(h, st.p, SA_NBYTES) : nullptr);
+                    long long address, nbytes;
+                    if (!size.p || !gen_int(h, gen, G_ADDRESS, &address) ||
+                        !gen_int(h, gen, G_NBYTES, &nbytes))
+                        return nullptr;
+                    long long ptr_v = as_long_long(ptr.p), size_v = as_long_long(size.p);
+                    if (PyErr_Occurred()) return nullptr;
+                    if (ptr_v != address || size_v != nbytes) {
+                        alive = false;
+                    } else if (nbytes <= limit) {
+                        Ref bytes(PyBytes_FromStringAndSize(
+                            nbytes ? reinterpret_cast<const char*>(static_cast<intptr_t>(address))
+                                   : nullptr,
+                            static_cast<Py_ssize_t>(nbytes)));
+                        if (!bytes.p || !gen_set(h, gen, G_FINAL_BYTES, bytes.p)) return nullptr;
+                    } else {
+                        Ref pair(PyTuple_Pack(2, gen, st.p));
+                        if (!pair.p || PyList_Append(large.p, pair.p) < 0) return nullptr;
+                    }
+                }
+            }
+        }
+        if (!gen_set(h, gen, G_ALIVE_AT_END, alive ? Py_True : Py_False)) return nullptr;
+    }
+    return large.release();
+}
+
 PyMethodDef hot_methods[] = {
+    {"finish", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(hot_finish)),
+     METH_FASTCALL,
+     "finish(gens, revive, limit): Trace._finish's walk over each storage's latest generation; "
+     "returns [(gen, storage)] for the CPU storages longer than limit (their CRC-32 is the "
+     "caller's to take)."},
     {"__torch_dispatch__",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(hot_dispatch)), METH_FASTCALL,
      "__torch_dispatch__(func, types, args=(), kwargs=None): the call recorded and run, with "
