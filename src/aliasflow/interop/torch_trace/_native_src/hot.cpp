@@ -864,8 +864,7 @@ int moved(Call& c) {
 // or the shared empty one. A long page list is first cleared of dead generations.
 PyObject* live_overlapping(HotPath* h, long long start, long long end) {
     constexpr Py_ssize_t PRUNE_AT = 64;   // tracer._PRUNE_AT
-    Ref found(PySet_New(nullptr));
-    if (!found.p) return nullptr;
+    Ref found;   // (made when the first is found: most storages meet none)
     // alive and its storage's latest generation? -1 on error
     auto live = [h](PyObject* g) -> int {
         Ref weak(gen_get(h, g, G_WEAK));
@@ -904,23 +903,24 @@ PyObject* live_overlapping(HotPath* h, long long start, long long end) {
             }
             if (PyList_SetSlice(bucket, 0, PyList_GET_SIZE(bucket), kept.p) < 0) return nullptr;
         }
-        Ref items(PySequence_List(bucket));
-        if (!items.p) return nullptr;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items.p); ++i) {
-            PyObject* g = PyList_GET_ITEM(items.p, i);
+        // the bucket walked in place, not copied: its length read at each step and each item
+        // held while it is read (nothing here adds to it)
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(bucket); ++i) {
+            Ref g(Py_NewRef(PyList_GET_ITEM(bucket, i)));
             long long address, g_end;
-            if (!gen_int(h, g, G_ADDRESS, &address) || !gen_int(h, g, G_END, &g_end))
+            if (!gen_int(h, g.p, G_ADDRESS, &address) || !gen_int(h, g.p, G_END, &g_end))
                 return nullptr;
             if (!(address < end && start < g_end)) continue;
-            int alive = live(g);
+            int alive = live(g.p);
             if (alive < 0) return nullptr;
             if (alive) {
-                Ref id(gen_get(h, g, G_ID));
+                if (!found.p && !(found.p = PySet_New(nullptr))) return nullptr;
+                Ref id(gen_get(h, g.p, G_ID));
                 if (!id.p || PySet_Add(found.p, id.p) < 0) return nullptr;
             }
         }
     }
-    if (PySet_GET_SIZE(found.p) == 0) return Py_NewRef(h->no_aliases);
+    if (!found.p || PySet_GET_SIZE(found.p) == 0) return Py_NewRef(h->no_aliases);
     return PyFrozenSet_New(found.p);
 }
 
