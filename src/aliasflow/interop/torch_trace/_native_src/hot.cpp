@@ -56,7 +56,6 @@ PyObject* s_nbytes;
 PyObject* s_weak_ref;
 PyObject* s_clone;
 PyObject* s_active;
-PyObject* s_region;
 PyObject* s_bits_seen;
 PyObject* s_sequence_nr;
 PyObject* s_call;
@@ -1291,7 +1290,9 @@ bool open_call(Call& c) {
     Ref node(call0(h->current_node));
     if (!node.p) return false;
     Ref node_seq(node.p == Py_None ? Py_NewRef(Py_None) : method0(node.p, s_sequence_nr));
-    Ref region(node_seq.p ? PyObject_GetAttr(h->streams, s_region) : nullptr);
+    // (streams.region: None here, as this path runs only while streams are not active, and
+    // entering a stream region makes them active for the rest of the trace)
+    Ref region(node_seq.p ? Py_NewRef(Py_None) : nullptr);
     // (only a forward call's sequence number is used: it says which node the call made)
     Ref seq(!region.p ? nullptr : node.p == Py_None ? call0(h->sequence_nr) : Py_NewRef(Py_None));
     Ref empty(seq.p ? PyTuple_New(0) : nullptr);
@@ -1604,7 +1605,7 @@ bool intern_all() {
         {&s_is_cpu, "is_cpu"}, {&s_device, "device"}, {&s_type, "type"},
         {&s_untyped_storage, "untyped_storage"}, {&s_nbytes, "nbytes"},
         {&s_weak_ref, "_weak_ref"}, {&s_clone, "clone"}, {&s_active, "active"},
-        {&s_region, "region"}, {&s_bits_seen, "_bits_seen"}, {&s_sequence_nr, "_sequence_nr"},
+        {&s_bits_seen, "_bits_seen"}, {&s_sequence_nr, "_sequence_nr"},
         {&s_call, "_call"}, {&s_capture, "_capture"}, {&s_suspect, "_suspect"},
         {&s_after, "_after"}, {&s_moved, "_moved"}, {&s_results, "_results"},
         {&s_untracked, "_untracked"}, {&s_warn, "_warn"}, {&s_W, "W"}, {&s_cpu, "cpu"},
