@@ -13,7 +13,9 @@ development: ``python setup.py build_ext --inplace``. ``AF_NATIVE_SANITIZE=1`` b
 with AddressSanitizer and UBSan (see fuzz/README.md).
 """
 
+import json
 import os
+import subprocess
 import sys
 
 from setuptools import Extension, setup
@@ -51,6 +53,43 @@ def numpy_headers():
     except ImportError:
         return []
     return [numpy.get_include()]
+
+
+def torch_build():
+    """How to build against the PyTorch of the environment being installed into: (include
+    dirs, library dir, compile flags, version), asked of that environment's interpreter (an
+    isolated build hides its packages from this one), or None where it has no PyTorch."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
+    code = ("import json, os, torch; d = os.path.dirname(torch.__file__); "
+            "print(json.dumps([[os.path.join(d, 'include'), "
+            "os.path.join(d, 'include', 'torch', 'csrc', 'api', 'include')], "
+            "os.path.join(d, 'lib'), int(torch._C._GLIBCXX_USE_CXX11_ABI), torch.__version__]))")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=300)
+        includes, libdir, abi, version = json.loads(out.stdout.strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+    if not all(os.path.isdir(d) for d in includes + [libdir]):
+        return None
+    flags = [f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f'-DAF_TORCH_VERSION="{version}"',
+             "-Wno-unused-parameter"]
+    return includes, libdir, flags, version
+
+
+def torch_reader():
+    """The PyTorch tracer's reader, where PyTorch is installed before aliasflow (it is
+    compiled against PyTorch's headers); without it the tracer reads tensors through their
+    Python accessors, with the same records."""
+    found = None if SANITIZE else torch_build()
+    if found is None:
+        return []
+    includes, libdir, flags, _ = found
+    return [Extension("aliasflow.interop.torch_trace._reader", sources=[f"{TTRACE}/reader.cpp"],
+                      depends=[f"{TTRACE}/reader_api.h"], language="c++",
+                      extra_compile_args=compile_args + flags, include_dirs=includes,
+                      library_dirs=[libdir], libraries=["torch_python", "torch", "c10"],
+                      optional=True)]
 
 
 NOT_BUILT = ("aliasflow: the compiled core was not built ({}); aliasflow works in pure "
@@ -93,6 +132,6 @@ setup(
         extension("aliasflow.interop.torch_trace._frames", f"{TTRACE}/frames.cpp",
                   [f"{COMMON}/boundary.hpp"]),
         extension("aliasflow.interop.torch_trace._hot", f"{TTRACE}/hot.cpp",
-                  [f"{COMMON}/boundary.hpp"]),
-    ],
+                  [f"{COMMON}/boundary.hpp", f"{TTRACE}/reader_api.h"]),
+    ] + torch_reader(),
 )

@@ -38,6 +38,18 @@ from .threads import unwatch_threads as _unwatch_threads, watch_threads as _watc
 
 _hot = load(__package__ + "._hot")   # the compiled per-call path, or None (AF_PURE=1)
 
+
+def _install_reader():
+    """The compiled path reads plain tensors through the PyTorch reader where it was built
+    (PyTorch installed before aliasflow) against this very PyTorch; else through their
+    Python accessors (the same values, each a Python call)."""
+    reader = load(__package__ + "._reader") if _hot is not None else None
+    if reader is not None and reader.TORCH_VERSION == torch.__version__:
+        _hot.use_reader(reader.API)
+
+
+_install_reader()
+
 _PAGE = 20   # generations are indexed by the 1 MiB pages they touch
 _PRUNE_AT = 64   # a page's list longer than this is cleared of dead generations when read
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../../../_native_src/boundary.hpp"
+#include "reader_api.h"
 
 namespace {
 
@@ -526,6 +527,44 @@ PyObject* argument(Call& c, Py_ssize_t pos, PyObject* name) {
 }
 
 // Trace._capture(t, mode, pos, k, index, accesses, creating)
+// The PyTorch reader (reader_api.h), when the tracer installed one (use_reader): a plain
+// tensor's facts read in one call instead of through its Python accessors, with the same
+// values (tests/interop/torch_trace/test_reader.py compares them).
+const AfReaderApi* reader = nullptr;
+
+// t's facts, read by the reader: false (nothing set) without one, for a tensor that is not
+// plain, or one the reader leaves to the accessors
+bool read_facts(HotPath* h, PyObject* t, AfTensorFacts* f) {
+    return reader && plain_type(h, t) && reader->read(t, f) == 1;
+}
+
+PyObject* address(uintptr_t a) { return PyLong_FromVoidPtr(reinterpret_cast<void*>(a)); }
+
+PyObject* int_tuple(int64_t n, const int64_t* values) {
+    Ref out(PyTuple_New(n));
+    if (!out.p) return nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+        PyObject* v = PyLong_FromLongLong(values[i]);
+        if (!v) return nullptr;
+        PyTuple_SET_ITEM(out.p, i, v);
+    }
+    return out.release();
+}
+
+// what capture and fresh read of a tensor: storage_address, data_ptr, shape, stride(), dtype
+struct Layout {
+    Ref sid, ptr, shape, stride, dtype;
+    // from the reader's facts; false with an exception (out of memory)
+    bool from(const AfTensorFacts& f) {
+        sid.p = address(f.storage_impl);
+        ptr.p = sid.p ? address(f.data_ptr) : nullptr;
+        shape.p = ptr.p ? reader->size(f.ndim, f.sizes) : nullptr;
+        stride.p = shape.p ? int_tuple(f.ndim, f.strides) : nullptr;
+        dtype.p = stride.p ? Py_NewRef(f.dtype) : nullptr;
+        return dtype.p != nullptr;
+    }
+};
+
 bool capture_py(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssize_t k,
                 bool creating) {
     Ref p(PyLong_FromSsize_t(pos)), kk(PyLong_FromSsize_t(k));
@@ -559,14 +598,21 @@ bool append_access(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssiz
 }
 
 PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* base,
-                  long long base_v, long long nbytes, bool creating);
+                  long long base_v, long long nbytes, bool creating, const AfTensorFacts* f);
 
 // A new generation for a plain tensor's storage, first seen (or moved) as an argument
 // (Trace._gen); nullptr without an exception: leave it to Trace._capture (a tensor subclass,
 // an odd dtype, no memory).
-PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd) {
+PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd, const AfTensorFacts* f) {
     HotPath* h = c.h;
     if (odd || !plain_type(h, t)) return nullptr;
+    if (f) {   // (read by the reader: a CPU tensor with memory)
+        Ref base(address(f->storage_data));
+        if (!base.p) return nullptr;
+        if (!f->storage_data) return nullptr;
+        return new_gen(c, t, nullptr, sid, base.p, static_cast<long long>(f->storage_data),
+                       f->storage_nbytes, false, f);
+    }
     Ref st(tensor_read(h, t, TA_UNTYPED_STORAGE));
     Ref base(st.p ? storage_read(h, st.p, SA_DATA_PTR) : nullptr);
     Ref nbytes(base.p ? storage_read(h, st.p, SA_NBYTES) : nullptr);
@@ -574,7 +620,7 @@ PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd) {
     long long base_v = as_long_long(base.p);
     long long nbytes_v = as_long_long(nbytes.p);
     if (PyErr_Occurred() || !base_v) return nullptr;
-    return new_gen(c, t, st.p, sid, base.p, base_v, nbytes_v, false);
+    return new_gen(c, t, st.p, sid, base.p, base_v, nbytes_v, false, nullptr);
 }
 
 // The access tuple of a plain tensor, appended (Trace._before's inline path, and
@@ -582,13 +628,22 @@ PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd) {
 bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py_ssize_t k) {
     HotPath* h = c.h;
     if (!plain_type(h, t)) return capture_py(c, t, mode, pos, k, false);
-    Ref sid(PyObject_CallOneArg(h->storage_address, t));
-    Ref ptr(sid.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr);
-    Ref shape(ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr);
-    Ref stride(shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr);
-    Ref dtype(stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr);
-    long long at = dtype.p ? as_long_long(ptr.p) : 0;
-    int odd = PyErr_Occurred() ? 0 : PySet_Contains(h->odd_dtypes, dtype.p);
+    AfTensorFacts facts;
+    const AfTensorFacts* f = read_facts(h, t, &facts) ? &facts : nullptr;
+    Layout l;
+    if (f) {
+        if (!l.from(*f)) return false;
+    } else {
+        l.sid.p = PyObject_CallOneArg(h->storage_address, t);
+        l.ptr.p = l.sid.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr;
+        l.shape.p = l.ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr;
+        l.stride.p = l.shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr;
+        l.dtype.p = l.stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr;
+    }
+    Ref& sid = l.sid;
+    Ref& ptr = l.ptr;
+    long long at = l.dtype.p ? as_long_long(ptr.p) : 0;
+    int odd = PyErr_Occurred() ? 0 : PySet_Contains(h->odd_dtypes, l.dtype.p);
     if (PyErr_Occurred()) {   // Trace._capture says what it is
         if (!PyErr_ExceptionMatches(PyExc_Exception)) return false;
         PyErr_Clear();
@@ -606,7 +661,7 @@ bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py
     }
     if (!gen.p || !inside || odd) {
         if (odd) return capture_py(c, t, mode, pos, k, false);
-        Py_XSETREF(gen.p, first_sight(c, t, sid.p, false));
+        Py_XSETREF(gen.p, first_sight(c, t, sid.p, false, f));
         if (!gen.p) {
             if (PyErr_Occurred()) return false;
             return capture_py(c, t, mode, pos, k, false);
@@ -620,7 +675,7 @@ bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py
         int is_dirty = PyObject_IsTrue(dirty.p);
         if (is_dirty < 0) return false;
         if (is_dirty) {
-            Ref cdata(tensor_read(h, t, TA_CDATA));
+            Ref cdata(f ? address(f->tensor_impl) : tensor_read(h, t, TA_CDATA));
             if (!cdata.p) return false;
             PyObject* b = PyDict_GetItemWithError(h->born, cdata.p);
             if (b) {
@@ -640,7 +695,7 @@ bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py
             if (!same && !gen_set(h, g, G_DIRTY, Py_True)) return false;
         }
     }
-    return append_access(c, t, mode, pos, k, g, ptr.p, shape.p, stride.p, dtype.p, born);
+    return append_access(c, t, mode, pos, k, g, ptr.p, l.shape.p, l.stride.p, l.dtype.p, born);
 }
 
 // A random op's generator (its generator argument, else the default one) and its state
@@ -953,18 +1008,26 @@ PyObject* make_gen(HotPath* h, PyObject* id, PyObject* address, PyObject* nbytes
 // storage's latest. One the call did not make may share memory with live storages, and with
 // values its bytes are copied now, for replay.
 PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* base,
-                  long long base_v, long long nbytes, bool creating) {
+                  long long base_v, long long nbytes, bool creating, const AfTensorFacts* f) {
     HotPath* h = c.h;
     int known = PyDict_Contains(h->by_sid, sid);
     if (known < 0) return nullptr;
-    if (!known) {
-        Ref pin(storage_read(h, st, SA_WEAK_REF));   // pins the StorageImpl object, not its bytes
-        if (!pin.p || PyList_Append(h->weak, sid) < 0) return nullptr;
+    if (!known) {   // pins the StorageImpl object, not its bytes
+        if (f) {
+            if (PyList_Append(h->weak, sid) < 0) return nullptr;
+            reader->pin(f->storage_impl);   // (after the append, which may fail)
+        } else {
+            Ref pin(storage_read(h, st, SA_WEAK_REF));
+            if (!pin.p || PyList_Append(h->weak, sid) < 0) return nullptr;
+        }
     }
-    Ref cpu(tensor_read(h, t, TA_IS_CPU));
-    if (!cpu.p) return nullptr;
-    int is_cpu = PyObject_IsTrue(cpu.p);
-    if (is_cpu < 0) return nullptr;
+    int is_cpu = 1;   // (the reader reads CPU tensors only)
+    if (!f) {
+        Ref cpu(tensor_read(h, t, TA_IS_CPU));
+        if (!cpu.p) return nullptr;
+        is_cpu = PyObject_IsTrue(cpu.p);
+        if (is_cpu < 0) return nullptr;
+    }
     Ref device;
     if (is_cpu) {
         device.p = Py_NewRef(s_cpu);
@@ -1054,14 +1117,26 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
     HotPath* h = c.h;
     Py_ssize_t k = PyList_GET_SIZE(c.accesses);
     bool plain_t = plain_type(h, t);   // (else Trace._capture says what it is)
-    Ref sid(plain_t ? PyObject_CallOneArg(h->storage_address, t) : nullptr);
-    Ref st(sid.p ? tensor_read(h, t, TA_UNTYPED_STORAGE) : nullptr);
-    Ref base(st.p ? storage_read(h, st.p, SA_DATA_PTR) : nullptr);
-    Ref nbytes(base.p ? storage_read(h, st.p, SA_NBYTES) : nullptr);
-    Ref ptr(nbytes.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr);
-    Ref shape(ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr);
-    Ref stride(shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr);
-    Ref dtype(stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr);
+    AfTensorFacts facts;
+    const AfTensorFacts* f = plain_t && read_facts(h, t, &facts) ? &facts : nullptr;
+    Layout l;
+    Ref st, base, nbytes;
+    if (f) {
+        if (!l.from(*f)) return nullptr;
+        base.p = address(f->storage_data);
+        nbytes.p = base.p ? PyLong_FromLongLong(f->storage_nbytes) : nullptr;
+        if (!nbytes.p) return nullptr;
+    } else {
+        l.sid.p = plain_t ? PyObject_CallOneArg(h->storage_address, t) : nullptr;
+        st.p = l.sid.p ? tensor_read(h, t, TA_UNTYPED_STORAGE) : nullptr;
+        base.p = st.p ? storage_read(h, st.p, SA_DATA_PTR) : nullptr;
+        nbytes.p = base.p ? storage_read(h, st.p, SA_NBYTES) : nullptr;
+        l.ptr.p = nbytes.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr;
+        l.shape.p = l.ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr;
+        l.stride.p = l.shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr;
+        l.dtype.p = l.stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr;
+    }
+    Ref &sid = l.sid, &ptr = l.ptr, &shape = l.shape, &stride = l.stride, &dtype = l.dtype;
     long long base_v = 0, nbytes_v = 0;
     int odd = 0;
     if (dtype.p) {
@@ -1092,7 +1167,7 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
         }
         gen.p = Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(c.accesses, k), 3));
     } else {
-        gen.p = new_gen(c, t, st.p, sid.p, base.p, base_v, nbytes_v, true);
+        gen.p = new_gen(c, t, st.p, sid.p, base.p, base_v, nbytes_v, true, f);
         if (!gen.p) return nullptr;
         // a generation made by this call: not dirty, so no birth needed (born -2)
         if (!append_access(c, t, s_W, -1, j, gen.p, ptr.p, shape.p, stride.p, dtype.p, -2))
@@ -1112,7 +1187,8 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
 }
 
 bool mark_born(Call& c, PyObject* t) {
-    Ref cdata(tensor_read(c.h, t, TA_CDATA));
+    AfTensorFacts f;
+    Ref cdata(read_facts(c.h, t, &f) ? address(f.tensor_impl) : tensor_read(c.h, t, TA_CDATA));
     return cdata.p && PyDict_SetItem(c.h->born, cdata.p, c.index_obj) == 0;
 }
 
@@ -1593,10 +1669,38 @@ PyType_Spec hot_spec = {"aliasflow.interop.torch_trace._hot.HotPath", sizeof(Hot
                         Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
                         hot_slots};
 
+// use_reader(capsule or None): read plain tensors through the PyTorch reader (its capsule,
+// reader_api.h), or (None) through their Python accessors again. The caller checks that
+// the reader was built against the PyTorch that runs.
+PyObject* use_reader(PyObject*, PyObject* capsule) {
+    if (capsule == Py_None) {
+        reader = nullptr;
+        Py_RETURN_NONE;
+    }
+    auto* api = static_cast<const AfReaderApi*>(PyCapsule_GetPointer(capsule, AF_READER_CAPSULE));
+    if (!api) return nullptr;
+    if (api->version != AF_READER_API_VERSION || !api->read || !api->size || !api->pin) {
+        PyErr_Format(PyExc_ValueError, "use_reader: the reader's API is version %d, not %d",
+                     api->version, AF_READER_API_VERSION);
+        return nullptr;
+    }
+    reader = api;
+    Py_RETURN_NONE;
+}
+
+PyObject* reader_in_use(PyObject*, PyObject*) { return PyBool_FromLong(reader != nullptr); }
+
+PyMethodDef module_methods[] = {
+    {"use_reader", use_reader, METH_O,
+     "use_reader(capsule or None): read plain tensors through the PyTorch reader's capsule "
+     "(aliasflow.interop.torch_trace._reader.API), or through their accessors (None)."},
+    {"reader_in_use", reader_in_use, METH_NOARGS, "reader_in_use(): is a reader installed?"},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "aliasflow.interop.torch_trace._hot",
                       "The PyTorch tracer's compiled per-call path (see "
                       "aliasflow/interop/torch_trace/tracer.py, Trace._call, for the reference).",
-                      -1, nullptr, nullptr, nullptr, nullptr, nullptr};
+                      -1, module_methods, nullptr, nullptr, nullptr, nullptr};
 
 bool intern_all() {
     struct Name { PyObject** slot; const char* text; } names[] = {
