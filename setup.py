@@ -7,7 +7,9 @@ must agree with: ``aliasflow.solver._native`` (exact overlap), ``aliasflow.analy
 ``aliasflow.interop.numpy_trace._fastpath`` (the NumPy tracer's per-operation layouts),
 ``aliasflow.interop.torch_trace._frames`` (the PyTorch tracer's search for the user's frame)
 and ``aliasflow.interop.torch_trace._hot`` (the PyTorch tracer's per-call path, beside
-``Trace._call``). A hand-written module is the cheapest route to build (one compiler call,
+``Trace._call``); and, where PyTorch is installed before aliasflow, a seventh compiled against
+PyTorch's headers, ``aliasflow.interop.torch_trace._reader`` (a tensor's facts read in one
+call, for the per-call path). A hand-written module is the cheapest route to build (one compiler call,
 nothing but setuptools at build time) and to call (no binding layer between Python and it). ``pip install .`` and ``pip install -e .`` compile them; for
 development: ``python setup.py build_ext --inplace``. ``AF_NATIVE_SANITIZE=1`` builds them
 with AddressSanitizer and UBSan (see fuzz/README.md).

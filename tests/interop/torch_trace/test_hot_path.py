@@ -81,8 +81,11 @@ def both(make_program, values=True):
     """The program ``make_program()`` returns (made before each trace) traced by the compiled
     path and by the reference: (trace, trace)."""
     got = []
-    for compiled in (None, True, False):   # (a first trace makes the overloads' specs, whose
-        program = make_program()           # one-off errors may leave cycles alive to its end)
+    # each path traced once first: a first trace makes the overloads' specs and the
+    # reference's one-off state, whose errors may leave cycles (the program's frame, its
+    # tensors) alive to its end
+    for compiled in (True, False, True, False):
+        program = make_program()
         saved = tracer._hot
         if compiled is False:
             tracer._hot = None
@@ -94,7 +97,7 @@ def both(make_program, values=True):
         finally:
             tracer._hot = saved
         got.append(t.torch)
-    return got[1:]
+    return got[2:]
 
 
 def same_records(make_program, values=True):

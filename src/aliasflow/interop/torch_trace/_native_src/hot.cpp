@@ -1677,6 +1677,12 @@ PyObject* use_reader(PyObject*, PyObject* capsule) {
         reader = nullptr;
         Py_RETURN_NONE;
     }
+    if (!PyCapsule_CheckExact(capsule)) {
+        PyErr_Format(PyExc_TypeError,
+                     "use_reader: expected the reader's capsule or None, got %.100s",
+                     Py_TYPE(capsule)->tp_name);
+        return nullptr;
+    }
     auto* api = static_cast<const AfReaderApi*>(PyCapsule_GetPointer(capsule, AF_READER_CAPSULE));
     if (!api) return nullptr;
     if (api->version != AF_READER_API_VERSION || !api->read || !api->size || !api->pin) {
