@@ -89,7 +89,9 @@ def torch_reader():
     includes, libdir, flags, _ = found
     return [Extension("aliasflow.interop.torch_trace._reader", sources=[f"{TTRACE}/reader.cpp"],
                       depends=[f"{TTRACE}/reader_api.h"], language="c++",
-                      extra_compile_args=compile_args + flags, include_dirs=includes,
+                      # (PyTorch's headers are C++20)
+                      extra_compile_args=[a.replace("c++17", "c++20") for a in compile_args] +
+                      flags, include_dirs=includes,
                       library_dirs=[libdir], libraries=["torch_python", "torch", "c10"],
                       optional=True)]
 

@@ -75,15 +75,21 @@ def test_what_it_does_not_read_is_left_to_the_accessors():
 
 @needs_reader
 def test_the_compiled_path_records_the_same_with_and_without_the_reader():
-    from test_hot_path import odd_cases, same_records
+    """The odd cases and a training step (backward calls: the node a backward pass runs,
+    read where autograd keeps it), compiled with the reader and with the accessors, each
+    against the reference."""
+    from test_hot_path import mlp, odd_cases, same_records, seeded
+    keep = []
     assert tracer._hot.reader_in_use()
-    same_records(odd_cases)                  # compiled with the reader vs the reference
-    tracer._hot.use_reader(None)
-    try:
-        same_records(odd_cases)              # compiled with the accessors vs the reference
-    finally:
-        tracer._install_reader()
-    assert tracer._hot.reader_in_use()
+    for make in (odd_cases, lambda: seeded(mlp, keep)):
+        fast, _ = same_records(make)          # compiled with the reader vs the reference
+        tracer._hot.use_reader(None)
+        try:
+            same_records(make)                # compiled with the accessors vs the reference
+        finally:
+            tracer._install_reader()
+        assert tracer._hot.reader_in_use()
+    assert any(c.node is not None for c in fast.calls)   # (the step's backward calls)
 
 
 @needs_reader

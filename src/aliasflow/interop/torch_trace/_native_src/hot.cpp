@@ -1363,15 +1363,26 @@ bool open_call(Call& c) {
     PyObject* site_args[] = {zero.p, h->user_known, h->is_user_code};
     Ref where(zero.p ? PyObject_Vectorcall(h->user_site, site_args, 3, nullptr) : nullptr);
     if (!where.p) return false;
-    Ref node(call0(h->current_node));
-    if (!node.p) return false;
-    Ref node_seq(node.p == Py_None ? Py_NewRef(Py_None) : method0(node.p, s_sequence_nr));
+    Ref node_seq, seq;
+    uint64_t seq_v = 0, node_seq_v = 0;
+    if (reader && reader->autograd(&seq_v, &node_seq_v)) {   // (read where autograd keeps it)
+        node_seq.p = PyLong_FromUnsignedLongLong(node_seq_v);
+        seq.p = node_seq.p ? Py_NewRef(Py_None) : nullptr;
+    } else if (reader) {
+        node_seq.p = Py_NewRef(Py_None);
+        seq.p = PyLong_FromUnsignedLongLong(seq_v);
+    } else {
+        Ref node(call0(h->current_node));
+        if (!node.p) return false;
+        node_seq.p = node.p == Py_None ? Py_NewRef(Py_None) : method0(node.p, s_sequence_nr);
+        // (only a forward call's sequence number is used: it says which node the call made)
+        seq.p = !node_seq.p ? nullptr
+                : node.p == Py_None ? call0(h->sequence_nr) : Py_NewRef(Py_None);
+    }
     // (streams.region: None here, as this path runs only while streams are not active, and
     // entering a stream region makes them active for the rest of the trace)
     Ref region(node_seq.p ? Py_NewRef(Py_None) : nullptr);
-    // (only a forward call's sequence number is used: it says which node the call made)
-    Ref seq(!region.p ? nullptr : node.p == Py_None ? call0(h->sequence_nr) : Py_NewRef(Py_None));
-    Ref empty(seq.p ? PyTuple_New(0) : nullptr);
+    Ref empty(seq.p && region.p ? PyTuple_New(0) : nullptr);
     if (!empty.p) return false;
     PyObject* items[N_CALL_FIELDS] = {c.index_obj, c.spec, c.func, where.p, region.p, seq.p,
                                       node_seq.p, empty.p, Py_None, Py_None, Py_None, Py_None,
@@ -1685,7 +1696,8 @@ PyObject* use_reader(PyObject*, PyObject* capsule) {
     }
     auto* api = static_cast<const AfReaderApi*>(PyCapsule_GetPointer(capsule, AF_READER_CAPSULE));
     if (!api) return nullptr;
-    if (api->version != AF_READER_API_VERSION || !api->read || !api->size || !api->pin) {
+    if (api->version != AF_READER_API_VERSION || !api->read || !api->size || !api->pin ||
+        !api->autograd) {
         PyErr_Format(PyExc_ValueError, "use_reader: the reader's API is version %d, not %d",
                      api->version, AF_READER_API_VERSION);
         return nullptr;

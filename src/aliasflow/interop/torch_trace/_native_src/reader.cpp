@@ -9,7 +9,10 @@
 
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Size.h>
+#include <torch/csrc/autograd/node.h>
 #include <torch/csrc/autograd/python_variable.h>
+
+#include <ATen/SequenceNumber.h>
 
 #include <c10/core/Layout.h>
 #include <c10/core/impl/COW.h>
@@ -72,7 +75,17 @@ void pin(uintptr_t storage_impl) {
     c10::raw::intrusive_ptr::make_weak(reinterpret_cast<c10::StorageImpl*>(storage_impl));
 }
 
-AfReaderApi api = {AF_READER_API_VERSION, read, size, pin};
+int autograd(uint64_t* seq, uint64_t* node_seq) {
+    c10::intrusive_ptr<torch::autograd::Node> node = torch::autograd::get_current_node();
+    if (node) {
+        *node_seq = node->sequence_nr();
+        return 1;
+    }
+    *seq = at::sequence_number::peek();
+    return 0;
+}
+
+AfReaderApi api = {AF_READER_API_VERSION, read, size, pin, autograd};
 
 // facts(t): the facts read() reads, as a tuple (storage_address, data_ptr, storage data_ptr,
 // storage nbytes, _cdata, shape, stride, dtype), or None where read() leaves the tensor to

@@ -32,4 +32,8 @@ typedef struct {
     // the weak reference UntypedStorage._weak_ref() takes (its StorageImpl object pinned, not
     // its bytes), for a storage alive now; freed by UntypedStorage._free_weak_ref
     void (*pin)(uintptr_t storage_impl);
+    // autograd now: 1 with *node_seq the sequence number of the node a backward pass is
+    // running (torch._C._current_autograd_node()._sequence_nr()), else 0 with *seq the next
+    // sequence number (torch._C._autograd._get_sequence_nr())
+    int (*autograd)(uint64_t* seq, uint64_t* node_seq);
 } AfReaderApi;
