@@ -83,7 +83,7 @@ def torch_reader():
     """The PyTorch tracer's reader, where PyTorch is installed before aliasflow (it is
     compiled against PyTorch's headers); without it the tracer reads tensors through their
     Python accessors, with the same records."""
-    found = None if SANITIZE else torch_build()
+    found = torch_build()
     if found is None:
         return []
     includes, libdir, flags, _ = found
@@ -93,6 +93,7 @@ def torch_reader():
                       extra_compile_args=[a.replace("c++17", "c++20") for a in compile_args] +
                       flags, include_dirs=includes,
                       library_dirs=[libdir], libraries=["torch_python", "torch", "c10"],
+                      extra_link_args=link_args,
                       optional=True)]
 
 
