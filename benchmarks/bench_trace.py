@@ -209,8 +209,12 @@ def main():
     rows += analysis_rows()
     rows += peak_rows()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    from aliasflow.interop.torch_trace import tracer
+    path = "pure Python" if tracer._hot is None else \
+        "compiled, with the PyTorch reader" if tracer._hot.reader_in_use() else \
+        "compiled, tensors read through their accessors (no PyTorch reader built)"
     print(f"bench_trace: torch {torch.__version__}, Python {platform.python_version()}, "
-          f"{os.cpu_count()} cores, load {load:.1f}, torch threads 1")
+          f"{os.cpu_count()} cores, load {load:.1f}, torch threads 1; per-call path: {path}")
     print("| part | case | measured | target | result |")
     print("| --- | --- | --- | --- | --- |")
     for r in rows:

@@ -551,16 +551,25 @@ PyObject* int_tuple(int64_t n, const int64_t* values) {
     return out.release();
 }
 
-// what capture and fresh read of a tensor: storage_address, data_ptr, shape, stride(), dtype
+// what capture and fresh read of a plain tensor: storage_address, data_ptr, shape,
+// stride(), dtype; from the reader's facts f when there are some, else from its accessors.
+// False with an exception where one fails (Trace._capture then says what the tensor is).
 struct Layout {
     Ref sid, ptr, shape, stride, dtype;
-    // from the reader's facts; false with an exception (out of memory)
-    bool from(const AfTensorFacts& f) {
-        sid.p = address(f.storage_impl);
-        ptr.p = sid.p ? address(f.data_ptr) : nullptr;
-        shape.p = ptr.p ? reader->size(f.ndim, f.sizes) : nullptr;
-        stride.p = shape.p ? int_tuple(f.ndim, f.strides) : nullptr;
-        dtype.p = stride.p ? Py_NewRef(f.dtype) : nullptr;
+    bool read(HotPath* h, PyObject* t, const AfTensorFacts* f) {
+        if (f) {
+            sid.p = address(f->storage_impl);
+            ptr.p = sid.p ? address(f->data_ptr) : nullptr;
+            shape.p = ptr.p ? reader->size(f->ndim, f->sizes) : nullptr;
+            stride.p = shape.p ? int_tuple(f->ndim, f->strides) : nullptr;
+            dtype.p = stride.p ? Py_NewRef(f->dtype) : nullptr;
+        } else {
+            sid.p = PyObject_CallOneArg(h->storage_address, t);
+            ptr.p = sid.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr;
+            shape.p = ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr;
+            stride.p = shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr;
+            dtype.p = stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr;
+        }
         return dtype.p != nullptr;
     }
 };
@@ -631,15 +640,7 @@ bool capture(Call& c, PyObject* t, PyObject* mode, long code, Py_ssize_t pos, Py
     AfTensorFacts facts;
     const AfTensorFacts* f = read_facts(h, t, &facts) ? &facts : nullptr;
     Layout l;
-    if (f) {
-        if (!l.from(*f)) return false;
-    } else {
-        l.sid.p = PyObject_CallOneArg(h->storage_address, t);
-        l.ptr.p = l.sid.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr;
-        l.shape.p = l.ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr;
-        l.stride.p = l.shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr;
-        l.dtype.p = l.stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr;
-    }
+    if (!l.read(h, t, f) && f) return false;   // (the reader's facts fail only for memory)
     Ref& sid = l.sid;
     Ref& ptr = l.ptr;
     long long at = l.dtype.p ? as_long_long(ptr.p) : 0;
@@ -1122,19 +1123,15 @@ PyObject* fresh(Call& c, PyObject* t, Py_ssize_t j) {
     Layout l;
     Ref st, base, nbytes;
     if (f) {
-        if (!l.from(*f)) return nullptr;
+        if (!l.read(h, t, f)) return nullptr;
         base.p = address(f->storage_data);
         nbytes.p = base.p ? PyLong_FromLongLong(f->storage_nbytes) : nullptr;
         if (!nbytes.p) return nullptr;
-    } else {
-        l.sid.p = plain_t ? PyObject_CallOneArg(h->storage_address, t) : nullptr;
-        st.p = l.sid.p ? tensor_read(h, t, TA_UNTYPED_STORAGE) : nullptr;
+    } else if (plain_t && l.read(h, t, nullptr)) {
+        st.p = tensor_read(h, t, TA_UNTYPED_STORAGE);
         base.p = st.p ? storage_read(h, st.p, SA_DATA_PTR) : nullptr;
         nbytes.p = base.p ? storage_read(h, st.p, SA_NBYTES) : nullptr;
-        l.ptr.p = nbytes.p ? tensor_read(h, t, TA_DATA_PTR) : nullptr;
-        l.shape.p = l.ptr.p ? tensor_read(h, t, TA_SHAPE) : nullptr;
-        l.stride.p = l.shape.p ? tensor_read(h, t, TA_STRIDE) : nullptr;
-        l.dtype.p = l.stride.p ? tensor_read(h, t, TA_DTYPE) : nullptr;
+        if (!nbytes.p) Py_CLEAR(l.dtype.p);   // (as if its reads had stopped there)
     }
     Ref &sid = l.sid, &ptr = l.ptr, &shape = l.shape, &stride = l.stride, &dtype = l.dtype;
     long long base_v = 0, nbytes_v = 0;
