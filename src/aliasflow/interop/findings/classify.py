@@ -266,9 +266,27 @@ def _meeting(writes: dict, r, after: int, before: int):
             yield wi, w
 
 
+# ops whose result is a snapshot by intent: the same memory, detached from autograd
+# (``state_dict()`` hands out its parameters this way, and ``best = model.state_dict()``
+# kept while training goes on is the classic stale copy)
+_SNAPSHOTS = frozenset({"aten.detach.default"})
+
+
+def _snapshot(infos, r, w) -> bool:
+    """Was ``r`` made by a ``detach()`` the program called (not the autograd engine, whose
+    ``AccumulateGrad`` detaches each new ``.grad``), and ``w`` written through another
+    tensor object? Then a write inside its footprint still makes it stale: it was taken as
+    the values of its moment, not as a window onto memory the program writes."""
+    if r.born < 0 or w.born == r.born:
+        return False
+    made = infos[r.born]
+    return made.label in _SNAPSHOTS and not made.engine
+
+
 def _stale(infos) -> list[Finding]:
     """Reads through views made before a write through another, wider view (one that
-    publishes a buffer's contents, as a collective does, is what such views are for)."""
+    publishes a buffer's contents, as a collective does, is what such views are for), or
+    through any other tensor over a ``detach()``ed snapshot's memory."""
     writes = _writes(infos, keep=lambda info: not info.publishes)
     if not writes:
         return []
@@ -280,7 +298,7 @@ def _stale(infos) -> list[Finding]:
             if r.born is None or r.mode not in ("R", "RW") or r.view is None:
                 continue
             for wi, w in _meeting(writes, r, r.born, info.index):
-                if _inside(w, r):
+                if _inside(w, r) and not _snapshot(infos, r, w):
                     continue
                 shared = _grid(r, _shared_bytes(r, w))
                 found.append(Finding("stale-view", "RAW", [wi, info], int(shared.size),
