@@ -1,0 +1,340 @@
+"""Still more silent wrong results from PyTorch's issue tracker, each flagged once at its line;
+the same program written without the aliasing gives no finding (the reports whose eager
+result is right are in ``test_real_bugs_quiet.py``).
+
+The same layout as ``test_real_bugs_more.py``: each program is written to a file and run
+unmodified under ``af.trace()``; ``wrong`` cases (and the ``stale-view`` one whose stale read
+changes a result) have an oracle below computed without the tracer, the op on the program's
+own aliased tensors against the same op on copies; ``hazard`` cases are refused by torch 2.13
+(the oracle checks it raises) or computed right this time by its kernel (the oracle checks
+the value equals copy semantics).
+"""
+import copy
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import aliasflow as af  # noqa: E402,F401
+from bug_programs import run_case  # noqa: E402
+
+# (issue, program, [(severity, kind, line, names)], twin: the program without the aliasing)
+CASES = [
+    # a 0-dim view of the tensor it is subtracted from (the .item() form is the fix)
+    ("pytorch#7484", """
+        import torch
+        a = torch.Tensor([1, 2, 3, 4, 5])
+        try:
+            a -= a[0]
+        except RuntimeError:
+            pass
+        """, [("hazard", "in-op-overlap", 4, ["a", "a[0]"])], """
+        import torch
+        a = torch.Tensor([1, 2, 3, 4, 5])
+        a -= a[0].item()
+        """),
+    # meshgrid's outputs are expanded views: the write through repeated indices is refused
+    ("pytorch#45964", """
+        import torch
+        T, B = 8, 17
+        ts, bs = torch.meshgrid(torch.arange(T), torch.arange(B), indexing="ij")
+        ts_inv = ts.flip(0)
+        try:
+            ts[ts_inv, bs] = ts
+        except RuntimeError:
+            pass
+        """, [("hazard", "self-overlap-write", 6, ["ts"])], """
+        import torch
+        T, B = 8, 17
+        ts, bs = torch.meshgrid(torch.arange(T), torch.arange(B), indexing="ij")
+        ts_inv = ts.flip(0)
+        ts = ts.clone()
+        ts[ts_inv, bs] = ts.clone()
+        """),
+    ("pytorch#132031 (cross out= its input)", """
+        import torch
+        import warnings
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        a = torch.randn(3, 4)
+        b = torch.randn(3, 4)
+        try:
+            torch.cross(a, b, out=a)
+        except RuntimeError:
+            pass
+        """, [("hazard", "in-op-overlap", 8, ["a"])], """
+        import torch
+        import warnings
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        a = torch.randn(3, 4)
+        b = torch.randn(3, 4)
+        a = torch.cross(a, b)
+        """),
+    # the "in-place cumsum" the feature request asks for, written with out= its input
+    ("pytorch#47193 (cumsum out= its input)", """
+        import torch
+        x = torch.tensor([1., 2., 3., 4., 5.])
+        torch.cumsum(x, dim=0, out=x)
+        """, [("hazard", "in-op-overlap", 3, ["x"])], """
+        import torch
+        x = torch.tensor([1., 2., 3., 4., 5.])
+        x = torch.cumsum(x, dim=0)
+        """),
+    # the original shift report, with the (deprecated, still there) torch.range
+    ("pytorch#906", """
+        import torch
+        t = torch.range(1, 10)
+        try:
+            t[1:] = t[:-1]
+        except RuntimeError:
+            pass
+        """, [("hazard", "in-op-overlap", 4, ["t[1:]", "t[:-1]"])], """
+        import torch
+        t = torch.range(1, 10)
+        t[1:] = t[:-1].clone()
+        """),
+    # reported against torch.compile; eager adds twice to the element the windows share
+    ("pytorch#174371 (as_strided windows add_)", """
+        import torch
+        def foo(a):
+            x = a.clone()
+            y = x.as_strided((2, 2), (1, 1), 0)
+            y.add_(1.0)
+            return y
+        torch.manual_seed(0)
+        a = torch.randn([2, 2, 10])
+        res1 = foo(a)
+        """, [("wrong", "self-overlap-write", 5, ["y"])], """
+        import torch
+        def foo(a):
+            x = a.clone()
+            y = x.as_strided((2, 2), (1, 1), 0).clone()
+            y.add_(1.0)
+            return y
+        torch.manual_seed(0)
+        a = torch.randn([2, 2, 10])
+        res1 = foo(a)
+        """),
+    ("pytorch#10756", """
+        import torch
+        example_batch = torch.Tensor([
+            [[1, 2, 0, 0],
+             [2, 1, 3, 0],
+             [2, 1, 3, 0]]
+        ])
+        mask = (example_batch == 0)
+        index_filled = torch.arange(1, example_batch.size(-1) + 1).expand_as(example_batch)
+        masked = index_filled.masked_fill_(mask, 0)
+        """, [("wrong", "self-overlap-write", 9, ["index_filled"])], """
+        import torch
+        example_batch = torch.Tensor([
+            [[1, 2, 0, 0],
+             [2, 1, 3, 0],
+             [2, 1, 3, 0]]
+        ])
+        mask = (example_batch == 0)
+        index_filled = torch.arange(1, example_batch.size(-1) + 1).expand_as(example_batch)
+        masked = index_filled.masked_fill(mask, 0)
+        """),
+    # mul_ is refused; masked_fill_ runs, and filling zeros with zeros comes out right
+    ("pytorch#22118", """
+        import torch
+        a = torch.zeros(2)
+        b = a.expand(2, 2)
+        try:
+            b *= 2
+        except RuntimeError:
+            pass
+        mask = torch.ByteTensor([[0, 1], [1, 0]]).bool()
+        b.masked_fill_(mask, 0)
+        """, [("hazard", "self-overlap-write", 5, ["b"]),
+              ("hazard", "self-overlap-write", 9, ["b"])], """
+        import torch
+        a = torch.zeros(2)
+        b = a.expand(2, 2).clone()
+        b *= 2
+        mask = torch.ByteTensor([[0, 1], [1, 0]]).bool()
+        b.masked_fill_(mask, 0)
+        """),
+    # state_dict() hands out detached views of the parameters: the "best" state kept while
+    # training goes on is the last one, and loading it back changes nothing (the tutorials'
+    # deepcopy warning; the request for state_dict(copy=True))
+    ("pytorch#34765 (best state_dict kept by reference)", """
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=1.5)
+        x = torch.randn(8, 2)
+        y = torch.randn(8, 1)
+        best_loss, best_state = float("inf"), None
+        for step in range(6):
+            loss = ((model(x) - y) ** 2).mean()
+            if loss.item() < best_loss:
+                best_loss, best_state = loss.item(), model.state_dict()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.load_state_dict(best_state)
+        """, [("stale-view", "RAW", 15, ["weight"]), ("stale-view", "RAW", 15, ["bias"])], """
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=1.5)
+        x = torch.randn(8, 2)
+        y = torch.randn(8, 1)
+        best_loss, best_state = float("inf"), None
+        for step in range(6):
+            loss = ((model(x) - y) ** 2).mean()
+            if loss.item() < best_loss:
+                best_loss = loss.item()
+                best_state = {k: v.clone() for k, v in model.state_dict().items()}
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.load_state_dict(best_state)
+        """),
+]
+
+
+def _line(f):
+    return int(f.lines[0].rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize("issue,code,expected,twin", CASES, ids=[c[0] for c in CASES])
+def test_flagged_once_at_its_line(tmp_path, issue, code, expected, twin):
+    tr, path = run_case(tmp_path, code)
+    found = tr.findings()
+    assert len(found) == len(expected), [f.describe() for f in found]
+    got = [(f.severity, f.kind, _line(f), list(f.names[:len(names)]))
+           for f, (_, _, _, names) in zip(found, expected)]
+    assert got == expected
+    for f in found:
+        assert f.lines[0].startswith(str(path)) and f.hint
+        if f.severity == "wrong":
+            assert f.differs > 0 and f.example is not None
+
+
+@pytest.mark.parametrize("issue,code,expected,twin", CASES, ids=[c[0] for c in CASES])
+def test_the_same_program_without_aliasing_has_no_finding(tmp_path, issue, code, expected,
+                                                          twin):
+    tr, _ = run_case(tmp_path, twin, "twin.py")
+    assert tr.findings() == [], [f.describe() for f in tr.findings()]
+
+
+# ---- oracles, without the tracer -------------------------------------------------------
+# wrong: (got, expected) = the op on the program's aliased tensors, and on copies
+WRONG = {}
+# hazard: a callable that torch refuses (RuntimeError), or (got, expected) that agree
+HAZARD = {}
+
+
+def oracle(table, issue):
+    def register(f):
+        table[issue] = f
+        return f
+    return register
+
+
+def _refused(f):
+    def check():
+        with pytest.raises(RuntimeError, match="unsupported operation|single memory location"):
+            f()
+    return check
+
+
+@oracle(WRONG, "pytorch#174371 (as_strided windows add_)")
+def _():
+    x = torch.randn(2, 2, 10)
+    y = x.as_strided((2, 2), (1, 1), 0)
+    expected = y.clone().add_(1.0)
+    return y.add_(1.0), expected      # the element both windows hold got 1 twice
+
+
+@oracle(WRONG, "pytorch#10756")
+def _():
+    example_batch = torch.Tensor([[[1, 2, 0, 0], [2, 1, 3, 0], [2, 1, 3, 0]]])
+    mask = example_batch == 0
+    index_filled = torch.arange(1, 5).expand_as(example_batch)
+    expected = index_filled.masked_fill(mask, 0)
+    return index_filled.masked_fill_(mask, 0), expected
+
+
+def _train(keep):
+    """The program of pytorch#34765, ``keep`` making its best state; the final parameters."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1.5)
+    x, y = torch.randn(8, 2), torch.randn(8, 1)
+    best_loss, best_state = float("inf"), None
+    for _ in range(6):
+        loss = ((model(x) - y) ** 2).mean()
+        if loss.item() < best_loss:
+            best_loss, best_state = loss.item(), keep(model.state_dict())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.load_state_dict(best_state)
+    return torch.cat([model.weight.detach().flatten(), model.bias.detach()])
+
+
+@oracle(WRONG, "pytorch#34765 (best state_dict kept by reference)")
+def _():
+    # kept by reference, the "best" state is the last step's; a deep copy keeps the best one
+    return _train(lambda s: s), _train(copy.deepcopy)
+
+
+for _issue, _f in {
+    "pytorch#7484": lambda: (lambda a: a.sub_(a[0]))(torch.Tensor([1, 2, 3, 4, 5])),
+    "pytorch#45964": lambda: (lambda g: g[0].index_put_((g[0].flip(0), g[1]), g[0]))(
+        torch.meshgrid(torch.arange(8), torch.arange(17), indexing="ij")),
+    "pytorch#132031 (cross out= its input)": lambda: (lambda a: torch.cross(
+        a, torch.randn(3, 4), dim=0, out=a))(torch.randn(3, 4)),
+    "pytorch#906": lambda: (lambda t: t[1:].copy_(t[:-1]))(torch.arange(1., 11.)),
+}.items():
+    HAZARD[_issue] = _refused(_f)
+
+
+@oracle(HAZARD, "pytorch#47193 (cumsum out= its input)")
+def _():
+    x = torch.tensor([1., 2., 3., 4., 5.])
+    expected = torch.cumsum(x.clone(), 0)
+    return torch.cumsum(x, dim=0, out=x), expected
+
+
+@oracle(HAZARD, "pytorch#22118")
+def _():
+    b = torch.zeros(2).expand(2, 2)
+    _refused(lambda: b.mul_(2))()
+    mask = torch.tensor([[False, True], [True, False]])
+    expected = b.masked_fill(mask, 0)
+    return b.masked_fill_(mask, 0), expected
+
+
+def test_every_case_has_an_oracle_of_its_class():
+    for issue, _, expected, _ in CASES:
+        severity = expected[0][0]
+        if severity in ("wrong", "stale-view"):
+            assert issue in WRONG, issue
+        elif severity == "hazard":
+            assert issue in HAZARD, issue
+    assert set(WRONG) | set(HAZARD) <= {c[0] for c in CASES}
+
+
+@pytest.mark.parametrize("issue", sorted(WRONG))
+def test_wrong_ones_really_are_wrong(issue):
+    torch.manual_seed(0)
+    got, expected = WRONG[issue]()
+    assert got.shape == expected.shape and not torch.equal(got, expected), (got, expected)
+
+
+@pytest.mark.parametrize("issue", sorted(HAZARD))
+def test_hazards_are_refused_or_come_out_right_this_time(issue):
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = HAZARD[issue]()
+    if result is not None:
+        got, expected = result
+        torch.testing.assert_close(got, expected)
