@@ -64,6 +64,47 @@ CORRECT = [
             return c
         s = forward().sum()
         """),
+    ("pytorch#197054 (a leaf's view written under no_grad between two grad calls)", """
+        import torch
+        x = torch.randn(10, requires_grad=True)
+        view = x.view(-1)
+        out = view * 2.0
+        grads = torch.autograd.grad(out.sum(), x, retain_graph=True, create_graph=True)
+        with torch.no_grad():
+            view.add_(1.0)
+        grads_2 = torch.autograd.grad(out.sum(), x)
+        """),
+    # slots of one buffer written one by one, each read before any later write reaches it
+    # (with torch.mul autograd's version check refuses the backward: a false alarm there)
+    ("pytorch#74806 (a reduction through slots of one buffer)", """
+        import torch
+        from torch import Tensor
+        def reduce(x: Tensor, y: Tensor, z: Tensor, op) -> Tensor:
+            tensor = torch.zeros((5,), dtype=torch.float32, requires_grad=False)
+            tensor[0] = x
+            tensor[1] = y
+            tensor[3] = z
+            tensor[2] = op(tensor[0], tensor[1])
+            tensor[4] = op(tensor[2], tensor[3])
+            return tensor[4]
+        inputs = [torch.randn((1,), requires_grad=True) for _ in range(3)]
+        out = reduce(*inputs, op=torch.add)
+        grad = torch.autograd.grad(out, inputs, torch.randn_like(out))
+        out = reduce(*inputs, op=torch.mul)
+        try:
+            grad = torch.autograd.grad(out, inputs, torch.randn_like(out))
+        except RuntimeError:
+            pass
+        """),
+    ("pytorch#183986 (out-of-place index_add of an expanded tensor; compile's bug)", """
+        import torch
+        def fn(src, idx):
+            x = torch.zeros(1, 8).expand(4, -1)
+            return x.index_add(0, idx, src)
+        src = torch.ones(3, 8)
+        idx = torch.tensor([0, 1, 0])
+        eager = fn(src, idx)
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
@@ -130,6 +171,18 @@ CORRECT = [
         torch.ops.aten.gelu.out(x, out=x)
         torch.tril(x, out=x)
         torch.triu(y, 1, out=y)
+        """),
+    # a detach() is a snapshot only against writes through other tensors: written through
+    # itself, then its parameter updated after the last read of it
+    ("a detached snapshot written through itself", """
+        import torch
+        w = torch.nn.Parameter(torch.randn(3))
+        snap = w.detach()
+        snap.mul_(0.5)
+        total = snap.sum()
+        with torch.no_grad():
+            w.add_(1.0)
+        again = w.detach().sum()
         """),
     ("repeated indices writing one value, and reductions over them", """
         import torch
