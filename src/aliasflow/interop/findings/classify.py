@@ -14,7 +14,10 @@
   op that changed some of its bytes through a view reaching beyond it (``first = x[:, :1]``,
   then ``x[..., :1] = ...``, then reading ``first``: the program may have expected a copy).
   Writes through the view itself or through a part of it (``x[2:5] = y`` then reading ``x``,
-  a static KV cache written a slot at a time and read whole) are what views are for.
+  a static KV cache written a slot at a time and read whole) are what views are for, except
+  into a ``detach()`` the program made (``best = model.state_dict()``, then ``opt.step()``,
+  then ``model.load_state_dict(best)``): a snapshot by intent, stale after a write through
+  any other tensor over its memory.
   Also ``stale-view``: bytes autograd saved at a forward op and read by its backward op,
   overwritten in between by a forward-phase op through any view (``y = x.sigmoid()``, then
   ``y.data.mul_(2)``, then ``backward()``): autograd refuses such a write through a tensor
