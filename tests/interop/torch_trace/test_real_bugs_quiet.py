@@ -105,6 +105,46 @@ CORRECT = [
         idx = torch.tensor([0, 1, 0])
         eager = fn(src, idx)
         """),
+    # as_strided re-reads its base storage: no window below repeats an element, and the
+    # bugs were in torch.compile's functionalization
+    ("pytorch#104505 (as_strided of a diagonal, added to in place)", """
+        import torch
+        def foo(a):
+            e = a.diagonal()
+            f = e.as_strided((2,), (1,), 0)
+            f.add_(1.0)
+            return a
+        a = torch.randn(2, 4)
+        a_ref = a.clone()
+        out = foo(a)
+        """),
+    ("pytorch#133512 (as_strided_copy of a strided tensor after add_)", """
+        import torch
+        def f(x):
+            x.add_(1)
+            result = torch.as_strided_copy(x, (3,), (2,))
+            return result
+        x = torch.arange(10)[::2]
+        y = f(x)
+        """),
+    ("pytorch#185888 (as_strided_ then a read)", """
+        import torch
+        def fn():
+            x = torch.arange(4.0, dtype=torch.float32)
+            y = x.as_strided_((2, 2), (2, 1))
+            observer = torch.max(y)
+            return y, x.size(), y.size(), x.stride()
+        out = fn()
+        """),
+    ("pytorch#197431 (as_strided over a repeat's slice)", """
+        import torch
+        def fn(x):
+            full = x.repeat((3, 2))
+            return torch.as_strided(full[:, ::2], (3, 2), full.stride())
+        torch.manual_seed(0)
+        x = torch.randn(1, 1)
+        out1 = fn(x)
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
