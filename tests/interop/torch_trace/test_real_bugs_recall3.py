@@ -338,3 +338,32 @@ def test_hazards_are_refused_or_come_out_right_this_time(issue):
     if result is not None:
         got, expected = result
         torch.testing.assert_close(got, expected)
+
+
+def test_a_detached_parameter_compared_after_its_step_is_stale(tmp_path):
+    """pytorch#34765's mechanism without state_dict(): a detach() taken as "the value before
+    the step" reads the stepped values (the step's size comes out 0). One stale view, at the
+    line that reads it; its clone() is quiet."""
+    code = """
+        import torch
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(torch.randn(3))
+        opt = torch.optim.SGD([w], lr=0.1)
+        (w ** 2).sum().backward()
+        before = w.detach()
+        opt.step()
+        moved = (w.detach() - before).norm()
+        """
+    tr, _ = run_case(tmp_path, code)
+    (f,) = tr.findings()
+    assert (f.severity, f.kind, _line(f), f.names[0]) == ("stale-view", "RAW", 8, "before")
+    tr, _ = run_case(tmp_path, code.replace("w.detach()\n", "w.detach().clone()\n", 1),
+                     "twin.py")
+    assert tr.findings() == [], [f.describe() for f in tr.findings()]
+    # the oracle: the step moved w, the detached "before" moved with it
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(3))
+    (w ** 2).sum().backward()
+    before, kept = w.detach(), w.detach().clone()
+    torch.optim.SGD([w], lr=0.1).step()
+    assert (w.detach() - before).norm() == 0 and (w.detach() - kept).norm() > 0
