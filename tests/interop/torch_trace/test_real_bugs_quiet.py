@@ -145,6 +145,53 @@ CORRECT = [
         x = torch.randn(1, 1)
         out1 = fn(x)
         """),
+    # eager writes the one element every index of the expanded view shares, as its strides
+    # say (one index written, no element written twice); static torch.compile did not
+    ("pytorch#152425 (one element of an expanded 0-dim view written)", """
+        import torch
+        def expand(x, n):
+            a = x.expand((n,))
+            a[-1] = 3
+            return a
+        def f(n: int, device: str):
+            numbers = torch.arange(2, device=device)
+            for i in range(len(numbers)):
+                expanded = expand(numbers[i], n)
+        f(2, "cpu")
+        """),
+    ("pytorch#97083 (a squeeze view read after writes through its base)", """
+        import torch
+        def forward():
+            a = torch.tensor([1])
+            a = a[0:1]
+            b = a.squeeze()
+            a[0] = 0
+            if a[0] < 1e5:
+                pass
+            a[0] = 2
+            return b
+        with torch.no_grad():
+            out = forward()
+        """),
+    ("pytorch#198101 (a fresh tensor from a dtype view, its input written after)", """
+        import torch
+        def fn(x):
+            y = x.view(torch.int32) * 2
+            y.sub_(-4)
+            x[:, 2:5] = 2
+            return y.view(torch.int64)
+        x = torch.arange(-12, 12, dtype=torch.int64).reshape(4, 6)
+        out = fn(x.clone())
+        """),
+    ("pytorch#94777 (log, then log_ of its input)", """
+        import torch
+        x = torch.tensor(3.)
+        def func(x):
+            y = torch.log(x)
+            x.log_()
+            return y
+        out = func(x.clone())
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
