@@ -192,6 +192,26 @@ CORRECT = [
             return y
         out = func(x.clone())
         """),
+    ("pytorch#114302 (one element of an expanded view written)", """
+        import torch
+        def foo(x):
+            y = x.expand(2, *x.shape)
+            y[0, 0] = 5
+            return y
+        x = torch.arange(6)
+        r = foo(x)
+        """),
+    ("pytorch#197448 (fill_ of an expanded view: one value everywhere)", """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, base):
+                v = base.expand(3, -1)
+                v.fill_(2.0)
+                return base
+        x1 = torch.tensor([-1.0, -0.5, 0.0, 0.5])
+        out1 = Model()(x1)
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)

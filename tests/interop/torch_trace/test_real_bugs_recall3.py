@@ -158,6 +158,49 @@ CASES = [
         mask = torch.ByteTensor([[0, 1], [1, 0]]).bool()
         b.masked_fill_(mask, 0)
         """),
+    # overlapping unfold windows made non-negative twice: abs_ is idempotent, so eager comes
+    # out right (the report is torch.compile's failure)
+    ("pytorch#183888 (unfold windows abs_)", """
+        import torch
+        def f(x):
+            y = torch.add(x, x)
+            z = y.unfold(1, 4, 2)
+            return z.abs_()
+        x = torch.linspace(-3, 3, 7).reshape(1, 7)
+        eager_out = f(x.clone())
+        """, [("hazard", "self-overlap-write", 5, ["z"])], """
+        import torch
+        def f(x):
+            y = torch.add(x, x)
+            z = y.unfold(1, 4, 2).clone()
+            return z.abs_()
+        x = torch.linspace(-3, 3, 7).reshape(1, 7)
+        eager_out = f(x.clone())
+        """),
+    # the report's second form (its fill_ form writes one value everywhere: quiet); the mask
+    # read from the expanded view agrees across its repeats, and torch only warns
+    ("pytorch#197448 (masked_fill_ of an expanded view)", """
+        import torch
+        import torch.nn as nn
+        import warnings
+        warnings.simplefilter("ignore")
+        class Model(nn.Module):
+            def forward(self, base):
+                v = base.expand(3, -1)
+                v.masked_fill_(v >= 0, 2.0)
+                return base
+        x1 = torch.tensor([-1.0, -0.5, 0.0, 0.5])
+        out1 = Model()(x1)
+        """, [("hazard", "self-overlap-write", 8, ["v"])], """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, base):
+                base.masked_fill_(base >= 0, 2.0)
+                return base
+        x1 = torch.tensor([-1.0, -0.5, 0.0, 0.5])
+        out1 = Model()(x1)
+        """),
     # state_dict() hands out detached views of the parameters: the "best" state kept while
     # training goes on is the last one, and loading it back changes nothing (the tutorials'
     # deepcopy warning; the request for state_dict(copy=True))
@@ -301,6 +344,20 @@ def _():
     x = torch.tensor([1., 2., 3., 4., 5.])
     expected = torch.cumsum(x.clone(), 0)
     return torch.cumsum(x, dim=0, out=x), expected
+
+
+@oracle(HAZARD, "pytorch#183888 (unfold windows abs_)")
+def _():
+    z = torch.add(*[torch.linspace(-3, 3, 7).reshape(1, 7)] * 2).unfold(1, 4, 2)
+    expected = z.abs()
+    return z.abs_(), expected
+
+
+@oracle(HAZARD, "pytorch#197448 (masked_fill_ of an expanded view)")
+def _():
+    v = torch.tensor([-1.0, -0.5, 0.0, 0.5]).expand(3, -1)
+    expected = v.masked_fill(v >= 0, 2.0)
+    return v.masked_fill_(v >= 0, 2.0), expected
 
 
 @oracle(HAZARD, "pytorch#22118")
