@@ -82,7 +82,8 @@ CASES = [
         x = torch.tensor([1., 2., 3., 4., 5.])
         x = torch.cumsum(x, dim=0)
         """),
-    # the original shift report, with the (deprecated, still there) torch.range
+    # the original shift report, whole, with the (deprecated, still there) torch.range: its
+    # clone() form and NumPy's (which copies an overlapping source) are right
     ("pytorch#906", """
         import torch
         t = torch.range(1, 10)
@@ -90,10 +91,16 @@ CASES = [
             t[1:] = t[:-1]
         except RuntimeError:
             pass
+        t = torch.range(1, 10)
+        t[1:] = t[:-1].clone()
+        t = torch.range(1, 10).numpy()
+        t[1:] = t[:-1]
         """, [("hazard", "in-op-overlap", 4, ["t[1:]", "t[:-1]"])], """
         import torch
         t = torch.range(1, 10)
         t[1:] = t[:-1].clone()
+        t = torch.range(1, 10).numpy()
+        t[1:] = t[:-1]
         """),
     # reported against torch.compile; eager adds twice to the element the windows share
     ("pytorch#174371 (as_strided windows add_)", """
