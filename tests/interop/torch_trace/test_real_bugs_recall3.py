@@ -208,6 +208,26 @@ CASES = [
         x1 = torch.tensor([-1.0, -0.5, 0.0, 0.5])
         out1 = Model()(x1)
         """),
+    # reported against other kernels (tt-metal, onnxruntime#29790, where graph passes merge
+    # equal initializers); torch's CPU kernel also updates the running statistics before it
+    # normalizes with weight and bias: its output, a fresh tensor, comes out wrong
+    ("tt-metal#41127 (batch_norm's running statistics passed as its bias and weight)", """
+        import torch
+        import torch.nn.functional as F
+        torch.manual_seed(0)
+        x = torch.randn(8, 4)
+        w = torch.rand(4) + 0.5
+        b = torch.randn(4)
+        out = F.batch_norm(x, b, w, w, b, training=True, momentum=0.5)
+        """, [("wrong", "in-op-overlap", 7, ["b"]), ("wrong", "in-op-overlap", 7, ["w"])], """
+        import torch
+        import torch.nn.functional as F
+        torch.manual_seed(0)
+        x = torch.randn(8, 4)
+        w = torch.rand(4) + 0.5
+        b = torch.randn(4)
+        out = F.batch_norm(x, b.clone(), w.clone(), w, b, training=True, momentum=0.5)
+        """),
     # (one finding per parameter; their names come from the live model, which may be gone by
     # the time the findings are read, so they are not compared)
     # state_dict() hands out detached views of the parameters: the "best" state kept while
@@ -311,6 +331,15 @@ def _():
     index_filled = torch.arange(1, 5).expand_as(example_batch)
     expected = index_filled.masked_fill(mask, 0)
     return index_filled.masked_fill_(mask, 0), expected
+
+
+@oracle(WRONG, "tt-metal#41127 (batch_norm's running statistics passed as its bias and "
+               "weight)")
+def _():
+    x, w, b = torch.randn(8, 4), torch.rand(4) + 0.5, torch.randn(4)
+    expected = torch.nn.functional.batch_norm(x, b.clone(), w.clone(), w.clone(), b.clone(),
+                                              training=True, momentum=0.5)
+    return torch.nn.functional.batch_norm(x, b, w, w, b, training=True, momentum=0.5), expected
 
 
 def _train(keep):
