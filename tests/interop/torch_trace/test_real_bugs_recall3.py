@@ -228,6 +228,37 @@ CASES = [
         b = torch.randn(4)
         out = F.batch_norm(x, b.clone(), w.clone(), w, b, training=True, momentum=0.5)
         """),
+    # index 1 given twice: the value that stays depends on the kernel (CPU keeps the last,
+    # CUDA the first), in a module's forward
+    ("pytorch#114085 (scatter with a repeated index)", """
+        import torch
+        import torch.nn as nn
+        class PreprocessAndCalculateModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+            def forward(self, x, y, z):
+                out = torch.Tensor.scatter(x, 0, y, z)
+                return out
+        real_inputs = torch.tensor([1, 2, 3, 4, 5, 6, 7])
+        real_inputs2 = torch.tensor([0, 1, 1, 2])
+        real_inputs3 = torch.tensor([12, 14, 16, 18, 20])
+        model = PreprocessAndCalculateModel()
+        output_cpu = model(real_inputs, real_inputs2, real_inputs3)
+        """, [("wrong", "duplicate-index", 7, ["out"])], """
+        import torch
+        import torch.nn as nn
+        class PreprocessAndCalculateModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+            def forward(self, x, y, z):
+                out = torch.Tensor.scatter(x, 0, y, z)
+                return out
+        real_inputs = torch.tensor([1, 2, 3, 4, 5, 6, 7])
+        real_inputs2 = torch.tensor([0, 1, 3, 2])
+        real_inputs3 = torch.tensor([12, 14, 16, 18, 20])
+        model = PreprocessAndCalculateModel()
+        output_cpu = model(real_inputs, real_inputs2, real_inputs3)
+        """),
     # (one finding per parameter; their names come from the live model, which may be gone by
     # the time the findings are read, so they are not compared)
     # state_dict() hands out detached views of the parameters: the "best" state kept while
@@ -340,6 +371,23 @@ def _():
     expected = torch.nn.functional.batch_norm(x, b.clone(), w.clone(), w.clone(), b.clone(),
                                               training=True, momentum=0.5)
     return torch.nn.functional.batch_norm(x, b, w, w, b, training=True, momentum=0.5), expected
+
+
+@oracle(WRONG, "pytorch#114085 (scatter with a repeated index)")
+def _():
+    # each index written once, in order: the first write of index 1 and the last give
+    # different results, so the one that stays is the kernel's choice
+    x, y, z = torch.tensor([1, 2, 3, 4, 5, 6, 7]), torch.tensor([0, 1, 1, 2]), \
+        torch.tensor([12, 14, 16, 18, 20])
+    orders = []
+    for order in (range(4), reversed(range(4))):
+        expected = x.clone()
+        for j in order:
+            expected[y[j]] = z[j]
+        orders.append(expected)
+    assert not torch.equal(*orders)
+    got = torch.Tensor.scatter(x, 0, y, z)
+    return got, orders[0] if not torch.equal(got, orders[0]) else orders[1]
 
 
 def _train(keep):
