@@ -259,6 +259,69 @@ CASES = [
         model = PreprocessAndCalculateModel()
         output_cpu = model(real_inputs, real_inputs2, real_inputs3)
         """),
+    # the CPU result keeps the last write to the repeated column, CUDA's raced
+    ("pytorch#2038 (a column written five times by advanced indexing)", """
+        import torch
+        torch.manual_seed(0)
+        ref = torch.arange(0, 20).view(4, 5).float()
+        indexer = [slice(None), [1 for i in range(5)]]
+        src = torch.randperm(ref[indexer].numel()).view(ref[indexer].size()).float()
+        cpu_ans = ref.clone()
+        cpu_ans[indexer] = src
+        """, [("wrong", "duplicate-index", 7, ["cpu_ans"])], """
+        import torch
+        torch.manual_seed(0)
+        ref = torch.arange(0, 20).view(4, 5).float()
+        indexer = [slice(None), [i for i in range(5)]]
+        src = torch.randperm(ref[indexer].numel()).view(ref[indexer].size()).float()
+        cpu_ans = ref.clone()
+        cpu_ans[indexer] = src
+        """),
+    ("pytorch#133204 (scatter_ with an index given three times)", """
+        import torch
+        input = torch.tensor([1, 2, 3, 4, 5, 6, 7, 8, 9])
+        index = torch.tensor([0, 1, 1, 1, 2])
+        src = torch.tensor([11, 12, 13, 14, 15])
+        input.scatter_(0, index, src)
+        """, [("wrong", "duplicate-index", 5, ["input"])], """
+        import torch
+        input = torch.tensor([1, 2, 3, 4, 5, 6, 7, 8, 9])
+        index = torch.tensor([0, 1, 3, 4, 2])
+        src = torch.tensor([11, 12, 13, 14, 15])
+        input.scatter_(0, index, src)
+        """),
+    ("pytorch#37130 (scatter_ with random indices)", """
+        import torch
+        torch.manual_seed(0)
+        input = torch.zeros(8, 3, 7, 10, dtype=torch.float)
+        src = torch.randn(8, 3, 7, 10, dtype=torch.float)
+        index = torch.randint(0, 3, [8, 3, 7, 10])
+        dim = 1
+        input.scatter_(dim, index, src)
+        """, [("wrong", "duplicate-index", 7, ["input"])], """
+        import torch
+        torch.manual_seed(0)
+        input = torch.zeros(8, 3, 7, 10, dtype=torch.float)
+        src = torch.randn(8, 3, 7, 10, dtype=torch.float)
+        index = torch.arange(3).view(1, 3, 1, 1).flip(1).expand(8, 3, 7, 10)
+        dim = 1
+        input.scatter_(dim, index, src)
+        """),
+    # a one-hot with masked-out labels sent to column 0 with value 0: whether row 0 keeps its
+    # 1 depends on which write lands last (the accumulating form is the fix)
+    ("pytorch#131740 (one-hot by scatter_ with masked labels)", """
+        import torch
+        y = torch.tensor([[0, -1], [0, -1], [1, -1], [-1, -1], [0, 1]])
+        one_hot = torch.zeros(5, 3, device=y.device, dtype=torch.float)
+        valid_mask = y >= 0
+        one_hot.scatter_(1, y * valid_mask, valid_mask.float())
+        """, [("wrong", "duplicate-index", 5, ["one_hot"])], """
+        import torch
+        y = torch.tensor([[0, -1], [0, -1], [1, -1], [-1, -1], [0, 1]])
+        one_hot = torch.zeros(5, 3, device=y.device, dtype=torch.float)
+        valid_mask = y >= 0
+        one_hot.scatter_add_(1, y * valid_mask, valid_mask.float())
+        """),
     # (one finding per parameter; their names come from the live model, which may be gone by
     # the time the findings are read, so they are not compared)
     # state_dict() hands out detached views of the parameters: the "best" state kept while
@@ -388,6 +451,72 @@ def _():
     assert not torch.equal(*orders)
     got = torch.Tensor.scatter(x, 0, y, z)
     return got, orders[0] if not torch.equal(got, orders[0]) else orders[1]
+
+
+def _either_order(base, writes):
+    """``base`` with ``writes`` (``(index, value)`` pairs) applied one by one, in order and
+    in reverse order: two results when the order matters."""
+    out = []
+    for seq in (writes, writes[::-1]):
+        t = base.clone()
+        for index, value in seq:
+            t[index] = value
+        out.append(t)
+    assert not torch.equal(*out)     # the answer depends on the order of the writes
+    return out
+
+
+def _scatter_writes(dim, index, src):
+    """The ``(index, value)`` writes of ``scatter_(dim, index, src)``, in index order."""
+    positions = torch.cartesian_prod(*[torch.arange(n) for n in index.shape])
+    return [(tuple(index[tuple(i)].item() if d == dim else c for d, c in enumerate(i)),
+             src[tuple(i)]) for i in positions.reshape(-1, index.dim()).tolist()]
+
+
+def _kernel_order(got, orders):
+    """The order the kernel did not take (``got`` equals one of ``orders``, or neither)."""
+    return orders[0] if not torch.equal(got, orders[0]) else orders[1]
+
+
+@oracle(WRONG, "pytorch#2038 (a column written five times by advanced indexing)")
+def _():
+    torch.manual_seed(0)
+    ref = torch.arange(0, 20).view(4, 5).float()
+    src = torch.randperm(20).view(4, 5).float()
+    orders = _either_order(ref, [((slice(None), 1), src[:, j]) for j in range(5)])
+    got = ref.clone()
+    got[[slice(None), [1] * 5]] = src
+    return got, _kernel_order(got, orders)
+
+
+@oracle(WRONG, "pytorch#133204 (scatter_ with an index given three times)")
+def _():
+    index, src = torch.tensor([0, 1, 1, 1, 2]), torch.tensor([11, 12, 13, 14, 15])
+    base = torch.tensor([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    orders = _either_order(base, _scatter_writes(0, index, src))
+    got = base.clone().scatter_(0, index, src)
+    return got, _kernel_order(got, orders)
+
+
+@oracle(WRONG, "pytorch#37130 (scatter_ with random indices)")
+def _():
+    torch.manual_seed(0)
+    src = torch.randn(8, 3, 7, 10)
+    index = torch.randint(0, 3, [8, 3, 7, 10])
+    base = torch.zeros(8, 3, 7, 10)
+    orders = _either_order(base, _scatter_writes(1, index, src))
+    got = base.clone().scatter_(1, index, src)
+    return got, _kernel_order(got, orders)
+
+
+@oracle(WRONG, "pytorch#131740 (one-hot by scatter_ with masked labels)")
+def _():
+    y = torch.tensor([[0, -1], [0, -1], [1, -1], [-1, -1], [0, 1]])
+    valid = y >= 0
+    base = torch.zeros(5, 3)
+    orders = _either_order(base, _scatter_writes(1, y * valid, valid.float()))
+    got = base.clone().scatter_(1, y * valid, valid.float())
+    return got, _kernel_order(got, orders)
 
 
 def _train(keep):
