@@ -322,6 +322,43 @@ CASES = [
         valid_mask = y >= 0
         one_hot.scatter_add_(1, y * valid_mask, valid_mask.float())
         """),
+    # only the last row of y lands in z (and autograd's gradient sends ones to all of them)
+    ("pytorch#473 (index_copy with one index five times)", """
+        import torch
+        from torch.autograd import *
+        x = Variable(torch.zeros(5, 5), requires_grad=True)
+        y = Variable(torch.range(1, 25).view(5, 5), requires_grad=True)
+        idx = Variable(torch.LongTensor([0, 0, 0, 0, 0]))
+        z = x.index_copy(0, idx, y)
+        z.backward(torch.ones(5, 5))
+        """, [("wrong", "duplicate-index", 6, ["z"])], """
+        import torch
+        from torch.autograd import *
+        x = Variable(torch.zeros(5, 5), requires_grad=True)
+        y = Variable(torch.range(1, 25).view(5, 5), requires_grad=True)
+        idx = Variable(torch.LongTensor([4, 3, 2, 1, 0]))
+        z = x.index_copy(0, idx, y)
+        z.backward(torch.ones(5, 5))
+        """),
+    # the report loads its token ids from a file; any ids that repeat do it (summing token
+    # embeddings per id with +=: each repeated id gets one of its tokens)
+    ("pytorch#96806 (summing rows per id with += and repeated ids)", """
+        import torch
+        torch.manual_seed(0)
+        sumtokens = torch.zeros(30523, 256)
+        tokenids = torch.randint(0, 100, (472,))
+        tindex = torch.arange(0, 472)
+        tokens = torch.randn(472, 256)
+        sumtokens[tokenids] += tokens[tindex]
+        """, [("wrong", "duplicate-index", 7, ["sumtokens"])], """
+        import torch
+        torch.manual_seed(0)
+        sumtokens = torch.zeros(30523, 256)
+        tokenids = torch.randint(0, 100, (472,))
+        tindex = torch.arange(0, 472)
+        tokens = torch.randn(472, 256)
+        sumtokens.index_add_(0, tokenids, tokens[tindex])
+        """),
     # (one finding per parameter; their names come from the live model, which may be gone by
     # the time the findings are read, so they are not compared)
     # state_dict() hands out detached views of the parameters: the "best" state kept while
@@ -517,6 +554,33 @@ def _():
     orders = _either_order(base, _scatter_writes(1, y * valid, valid.float()))
     got = base.clone().scatter_(1, y * valid, valid.float())
     return got, _kernel_order(got, orders)
+
+
+@oracle(WRONG, "pytorch#473 (index_copy with one index five times)")
+def _():
+    x, y = torch.zeros(5, 5), torch.arange(1., 26.).view(5, 5)
+    orders = _either_order(x, [(0, y[k]) for k in range(5)])
+    got = x.index_copy(0, torch.zeros(5, dtype=torch.long), y)
+    return got, _kernel_order(got, orders)
+
+
+@oracle(WRONG, "pytorch#96806 (summing rows per id with += and repeated ids)")
+def _():
+    torch.manual_seed(0)
+    tokenids = torch.randint(0, 100, (472,))
+    tokens = torch.randn(472, 256)
+    got = torch.zeros(200, 256)
+    expected = _one_by_one(got, tokenids, tokens)
+    got[tokenids] += tokens
+    return got, expected
+
+
+def _one_by_one(target, index, values):
+    """``target[i] += v`` for each index in turn: what ``target[index] += values`` means."""
+    out = target.clone()
+    for i, v in zip(index.tolist(), values):
+        out[i] += v
+    return out
 
 
 def _train(keep):
