@@ -212,6 +212,37 @@ CORRECT = [
         x1 = torch.tensor([-1.0, -0.5, 0.0, 0.5])
         out1 = Model()(x1)
         """),
+    ("pytorch#55980 (a column of a conv output scaled in place in forward)", """
+        import torch
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(12, 12, 3)
+            def forward(self, x, y):
+                x = self.conv(x)
+                y = self.conv(y)
+                var = y.flatten()
+                x[0, :, 0, 0] *= var
+                loss = torch.mean(x)
+                var.register_hook(lambda grad: print('var grad', grad.sum()))
+                return loss
+        model = Model()
+        x = torch.ones([1, 12, 3, 3]).float()
+        y = torch.ones([1, 12, 3, 3]).float()
+        loss = model(x, y)
+        loss.backward()
+        """),
+    # Python names, not views: dd *= 2 changes the one tensor cc also names
+    ("pytorch#5828 (two names for one tensor, one written in place)", """
+        import torch
+        from torch.autograd import Variable
+        aa = Variable(torch.FloatTensor([[1, 2], [3, 4]]))
+        bb = aa
+        bb = bb * 2
+        cc = Variable(torch.FloatTensor([[1, 2], [3, 4]]))
+        dd = cc
+        dd *= 2
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
