@@ -243,6 +243,27 @@ CORRECT = [
         dd = cc
         dd *= 2
         """),
+    # the fix the tutorials give for pytorch#34765: a deep copy reads the parameters at once
+    ("pytorch#34765's fix (the best state_dict deep-copied while training goes on)", """
+        import torch
+        import copy
+        import io
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=1.5)
+        x = torch.randn(8, 2)
+        y = torch.randn(8, 1)
+        best_loss, best_state = float("inf"), None
+        for step in range(6):
+            loss = ((model(x) - y) ** 2).mean()
+            if loss.item() < best_loss:
+                best_loss, best_state = loss.item(), copy.deepcopy(model.state_dict())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.load_state_dict(best_state)
+        torch.save(model.state_dict(), io.BytesIO())
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
