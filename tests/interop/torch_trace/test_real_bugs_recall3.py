@@ -359,6 +359,87 @@ CASES = [
         tokens = torch.randn(472, 256)
         sumtokens.index_add_(0, tokenids, tokens[tindex])
         """),
+    # nn.RNN's docstring "equivalent" forward, as the PR fixing it quotes it: each step
+    # appends a view of the hidden-state buffer the next step overwrites, so the stacked
+    # outputs all hold the last state
+    ("pytorch#142303 (nn.RNN's docstring forward appends views of its state buffer)", """
+        import torch
+        batch_first = False
+        num_layers = 1
+        hidden_size = 5
+        input_size = 2
+        rnn = torch.nn.RNN(input_size=input_size, hidden_size=hidden_size,
+                           num_layers=num_layers)
+        weight_ih = [rnn.weight_ih_l0.data]
+        bias_ih = [rnn.bias_ih_l0.data]
+        weight_hh = [rnn.weight_hh_l0.data]
+        bias_hh = [rnn.bias_hh_l0.data]
+        def forward(x, h_0=None):
+            if batch_first:
+                x = x.transpose(0, 1)
+            seq_len, batch_size, _ = x.size()
+            if h_0 is None:
+                h_0 = torch.zeros(num_layers, batch_size, hidden_size)
+            h_t_minus_1 = h_0
+            h_t = h_0
+            output = []
+            for t in range(seq_len):
+                for layer in range(num_layers):
+                    h_t[layer] = torch.tanh(
+                        x[t] @ weight_ih[layer].T
+                        + bias_ih[layer]
+                        + h_t_minus_1[layer] @ weight_hh[layer].T
+                        + bias_hh[layer]
+                    )
+                output.append(h_t[-1])
+                h_t_minus_1 = h_t
+            output = torch.stack(output)
+            if batch_first:
+                output = output.transpose(0, 1)
+            return output, h_t
+        torch.manual_seed(0)
+        x = torch.randn(4, 3, input_size)
+        out, h = forward(x)
+        """, [("stale-view", "RAW", 31, ["output[0]", "output[1]", "output[2]"])],
+     """
+        import torch
+        batch_first = False
+        num_layers = 1
+        hidden_size = 5
+        input_size = 2
+        rnn = torch.nn.RNN(input_size=input_size, hidden_size=hidden_size,
+                           num_layers=num_layers)
+        weight_ih = [rnn.weight_ih_l0.data]
+        bias_ih = [rnn.bias_ih_l0.data]
+        weight_hh = [rnn.weight_hh_l0.data]
+        bias_hh = [rnn.bias_hh_l0.data]
+        def forward(x, h_0=None):
+            if batch_first:
+                x = x.transpose(0, 1)
+            seq_len, batch_size, _ = x.size()
+            if h_0 is None:
+                h_0 = torch.zeros(num_layers, batch_size, hidden_size)
+            h_t_minus_1 = h_0
+            h_t = h_0
+            output = []
+            for t in range(seq_len):
+                for layer in range(num_layers):
+                    h_t[layer] = torch.tanh(
+                        x[t] @ weight_ih[layer].T
+                        + bias_ih[layer]
+                        + h_t_minus_1[layer] @ weight_hh[layer].T
+                        + bias_hh[layer]
+                    )
+                output.append(h_t[-1].clone())
+                h_t_minus_1 = h_t
+            output = torch.stack(output)
+            if batch_first:
+                output = output.transpose(0, 1)
+            return output, h_t
+        torch.manual_seed(0)
+        x = torch.randn(4, 3, input_size)
+        out, h = forward(x)
+        """),
     # (one finding per parameter; their names come from the live model, which may be gone by
     # the time the findings are read, so they are not compared)
     # state_dict() hands out detached views of the parameters: the "best" state kept while
@@ -581,6 +662,27 @@ def _one_by_one(target, index, values):
     for i, v in zip(index.tolist(), values):
         out[i] += v
     return out
+
+
+@oracle(WRONG, "pytorch#142303 (nn.RNN's docstring forward appends views of its state "
+               "buffer)")
+def _():
+    torch.manual_seed(0)
+    rnn = torch.nn.RNN(input_size=2, hidden_size=5, num_layers=1)
+    x = torch.randn(4, 3, 2)
+    w_ih, b_ih, w_hh, b_hh = (p.data for p in (rnn.weight_ih_l0, rnn.bias_ih_l0,
+                                               rnn.weight_hh_l0, rnn.bias_hh_l0))
+
+    def forward(keep):
+        h = torch.zeros(1, 3, 5)
+        output = []
+        for t in range(4):
+            h[0] = torch.tanh(x[t] @ w_ih.T + b_ih + h[0] @ w_hh.T + b_hh)
+            output.append(keep(h[-1]))
+        return torch.stack(output)
+    expected = forward(torch.clone)
+    torch.testing.assert_close(expected, rnn(x)[0])     # the clone() form is nn.RNN
+    return forward(lambda v: v), expected
 
 
 def _train(keep):

@@ -17,7 +17,9 @@
   a static KV cache written a slot at a time and read whole) are what views are for, except
   into a ``detach()`` the program made (``best = model.state_dict()``, then ``opt.step()``,
   then ``model.load_state_dict(best)``): a snapshot by intent, stale after a write through
-  any other tensor over its memory.
+  any other tensor over its memory; and except when the op also reads the same elements
+  through a view made after the write (``output.append(h[-1])`` in a loop writing ``h``,
+  then ``torch.stack(output)``: one finding for the older views of that write).
   Also ``stale-view``: bytes autograd saved at a forward op and read by its backward op,
   overwritten in between by a forward-phase op through any view (``y = x.sigmoid()``, then
   ``y.data.mul_(2)``, then ``backward()``): autograd refuses such a write through a tensor
@@ -286,6 +288,15 @@ def _snapshot(infos, r, w) -> bool:
     return made.label in _SNAPSHOTS and not made.engine
 
 
+def _retaken(info, r, wi) -> bool:
+    """Does the op also read ``r``'s very elements through a view made after the write
+    ``wi`` (``output.append(h[-1])`` each step of a loop that writes ``h``, then
+    ``torch.stack(output)``)? Then the program took the view as the values of its moment:
+    the older one is stale even though the write stayed inside it."""
+    return any(s is not r and s.born is not None and s.born > wi.index and
+               s.mode in ("R", "RW") and s.view == r.view for s in info.slots)
+
+
 def _stale(infos) -> list[Finding]:
     """Reads through views made before a write through another, wider view (one that
     publishes a buffer's contents, as a collective does, is what such views are for), or
@@ -297,15 +308,28 @@ def _stale(infos) -> list[Finding]:
     for info in infos:
         if info.failed:
             continue
+        retaken: dict = {}   # write index -> this op's finding of views read again later
         for r in info.slots:
             if r.born is None or r.mode not in ("R", "RW") or r.view is None:
                 continue
             for wi, w in _meeting(writes, r, r.born, info.index):
+                again = False
                 if _inside(w, r) and not _snapshot(infos, r, w):
-                    continue
+                    again = _retaken(info, r, wi)
+                    if not again:
+                        continue
                 shared = _grid(r, _shared_bytes(r, w))
-                found.append(Finding("stale-view", "RAW", [wi, info], int(shared.size),
-                                     [r, w], _addresses=shared))
+                f = retaken.get(wi.index) if again else None
+                if f is not None:   # the older views of one list, stale by one write: one
+                    f.slots.insert(-1, r)                               # finding
+                    f._addresses = np.union1d(f._addresses, shared)
+                    f.count = int(f._addresses.size)
+                    break
+                f = Finding("stale-view", "RAW", [wi, info], int(shared.size), [r, w],
+                            _addresses=shared)
+                found.append(f)
+                if again:
+                    retaken[wi.index] = f
                 break   # the latest such write is the one to report
     return found
 
