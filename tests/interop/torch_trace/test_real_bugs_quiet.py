@@ -64,6 +64,206 @@ CORRECT = [
             return c
         s = forward().sum()
         """),
+    ("pytorch#197054 (a leaf's view written under no_grad between two grad calls)", """
+        import torch
+        x = torch.randn(10, requires_grad=True)
+        view = x.view(-1)
+        out = view * 2.0
+        grads = torch.autograd.grad(out.sum(), x, retain_graph=True, create_graph=True)
+        with torch.no_grad():
+            view.add_(1.0)
+        grads_2 = torch.autograd.grad(out.sum(), x)
+        """),
+    # slots of one buffer written one by one, each read before any later write reaches it
+    # (with torch.mul autograd's version check refuses the backward: a false alarm there)
+    ("pytorch#74806 (a reduction through slots of one buffer)", """
+        import torch
+        from torch import Tensor
+        def reduce(x: Tensor, y: Tensor, z: Tensor, op) -> Tensor:
+            tensor = torch.zeros((5,), dtype=torch.float32, requires_grad=False)
+            tensor[0] = x
+            tensor[1] = y
+            tensor[3] = z
+            tensor[2] = op(tensor[0], tensor[1])
+            tensor[4] = op(tensor[2], tensor[3])
+            return tensor[4]
+        inputs = [torch.randn((1,), requires_grad=True) for _ in range(3)]
+        out = reduce(*inputs, op=torch.add)
+        grad = torch.autograd.grad(out, inputs, torch.randn_like(out))
+        out = reduce(*inputs, op=torch.mul)
+        try:
+            grad = torch.autograd.grad(out, inputs, torch.randn_like(out))
+        except RuntimeError:
+            pass
+        """),
+    ("pytorch#183986 (out-of-place index_add of an expanded tensor; compile's bug)", """
+        import torch
+        def fn(src, idx):
+            x = torch.zeros(1, 8).expand(4, -1)
+            return x.index_add(0, idx, src)
+        src = torch.ones(3, 8)
+        idx = torch.tensor([0, 1, 0])
+        eager = fn(src, idx)
+        """),
+    # as_strided re-reads its base storage: no window below repeats an element, and the
+    # bugs were in torch.compile's functionalization
+    ("pytorch#104505 (as_strided of a diagonal, added to in place)", """
+        import torch
+        def foo(a):
+            e = a.diagonal()
+            f = e.as_strided((2,), (1,), 0)
+            f.add_(1.0)
+            return a
+        a = torch.randn(2, 4)
+        a_ref = a.clone()
+        out = foo(a)
+        """),
+    ("pytorch#133512 (as_strided_copy of a strided tensor after add_)", """
+        import torch
+        def f(x):
+            x.add_(1)
+            result = torch.as_strided_copy(x, (3,), (2,))
+            return result
+        x = torch.arange(10)[::2]
+        y = f(x)
+        """),
+    ("pytorch#185888 (as_strided_ then a read)", """
+        import torch
+        def fn():
+            x = torch.arange(4.0, dtype=torch.float32)
+            y = x.as_strided_((2, 2), (2, 1))
+            observer = torch.max(y)
+            return y, x.size(), y.size(), x.stride()
+        out = fn()
+        """),
+    ("pytorch#197431 (as_strided over a repeat's slice)", """
+        import torch
+        def fn(x):
+            full = x.repeat((3, 2))
+            return torch.as_strided(full[:, ::2], (3, 2), full.stride())
+        torch.manual_seed(0)
+        x = torch.randn(1, 1)
+        out1 = fn(x)
+        """),
+    # eager writes the one element every index of the expanded view shares, as its strides
+    # say (one index written, no element written twice); static torch.compile did not
+    ("pytorch#152425 (one element of an expanded 0-dim view written)", """
+        import torch
+        def expand(x, n):
+            a = x.expand((n,))
+            a[-1] = 3
+            return a
+        def f(n: int, device: str):
+            numbers = torch.arange(2, device=device)
+            for i in range(len(numbers)):
+                expanded = expand(numbers[i], n)
+        f(2, "cpu")
+        """),
+    ("pytorch#97083 (a squeeze view read after writes through its base)", """
+        import torch
+        def forward():
+            a = torch.tensor([1])
+            a = a[0:1]
+            b = a.squeeze()
+            a[0] = 0
+            if a[0] < 1e5:
+                pass
+            a[0] = 2
+            return b
+        with torch.no_grad():
+            out = forward()
+        """),
+    ("pytorch#198101 (a fresh tensor from a dtype view, its input written after)", """
+        import torch
+        def fn(x):
+            y = x.view(torch.int32) * 2
+            y.sub_(-4)
+            x[:, 2:5] = 2
+            return y.view(torch.int64)
+        x = torch.arange(-12, 12, dtype=torch.int64).reshape(4, 6)
+        out = fn(x.clone())
+        """),
+    ("pytorch#94777 (log, then log_ of its input)", """
+        import torch
+        x = torch.tensor(3.)
+        def func(x):
+            y = torch.log(x)
+            x.log_()
+            return y
+        out = func(x.clone())
+        """),
+    ("pytorch#114302 (one element of an expanded view written)", """
+        import torch
+        def foo(x):
+            y = x.expand(2, *x.shape)
+            y[0, 0] = 5
+            return y
+        x = torch.arange(6)
+        r = foo(x)
+        """),
+    ("pytorch#197448 (fill_ of an expanded view: one value everywhere)", """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, base):
+                v = base.expand(3, -1)
+                v.fill_(2.0)
+                return base
+        x1 = torch.tensor([-1.0, -0.5, 0.0, 0.5])
+        out1 = Model()(x1)
+        """),
+    ("pytorch#55980 (a column of a conv output scaled in place in forward)", """
+        import torch
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(12, 12, 3)
+            def forward(self, x, y):
+                x = self.conv(x)
+                y = self.conv(y)
+                var = y.flatten()
+                x[0, :, 0, 0] *= var
+                loss = torch.mean(x)
+                var.register_hook(lambda grad: print('var grad', grad.sum()))
+                return loss
+        model = Model()
+        x = torch.ones([1, 12, 3, 3]).float()
+        y = torch.ones([1, 12, 3, 3]).float()
+        loss = model(x, y)
+        loss.backward()
+        """),
+    # Python names, not views: dd *= 2 changes the one tensor cc also names
+    ("pytorch#5828 (two names for one tensor, one written in place)", """
+        import torch
+        from torch.autograd import Variable
+        aa = Variable(torch.FloatTensor([[1, 2], [3, 4]]))
+        bb = aa
+        bb = bb * 2
+        cc = Variable(torch.FloatTensor([[1, 2], [3, 4]]))
+        dd = cc
+        dd *= 2
+        """),
+    # the fix the tutorials give for pytorch#34765: a deep copy reads the parameters at once
+    ("pytorch#34765's fix (the best state_dict deep-copied while training goes on)", """
+        import torch
+        import copy
+        import io
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=1.5)
+        x = torch.randn(8, 2)
+        y = torch.randn(8, 1)
+        best_loss, best_state = float("inf"), None
+        for step in range(6):
+            loss = ((model(x) - y) ** 2).mean()
+            if loss.item() < best_loss:
+                best_loss, best_state = loss.item(), copy.deepcopy(model.state_dict())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.load_state_dict(best_state)
+        torch.save(model.state_dict(), io.BytesIO())
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
@@ -130,6 +330,18 @@ CORRECT = [
         torch.ops.aten.gelu.out(x, out=x)
         torch.tril(x, out=x)
         torch.triu(y, 1, out=y)
+        """),
+    # a detach() is a snapshot only against writes through other tensors: written through
+    # itself, then its parameter updated after the last read of it
+    ("a detached snapshot written through itself", """
+        import torch
+        w = torch.nn.Parameter(torch.randn(3))
+        snap = w.detach()
+        snap.mul_(0.5)
+        total = snap.sum()
+        with torch.no_grad():
+            w.add_(1.0)
+        again = w.detach().sum()
         """),
     ("repeated indices writing one value, and reductions over them", """
         import torch

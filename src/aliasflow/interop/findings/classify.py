@@ -14,7 +14,12 @@
   op that changed some of its bytes through a view reaching beyond it (``first = x[:, :1]``,
   then ``x[..., :1] = ...``, then reading ``first``: the program may have expected a copy).
   Writes through the view itself or through a part of it (``x[2:5] = y`` then reading ``x``,
-  a static KV cache written a slot at a time and read whole) are what views are for.
+  a static KV cache written a slot at a time and read whole) are what views are for, except
+  into a ``detach()`` the program made (``best = model.state_dict()``, then ``opt.step()``,
+  then ``model.load_state_dict(best)``): a snapshot by intent, stale after a write through
+  any other tensor over its memory; and except when the op also reads the same elements
+  through a view made after the write (``output.append(h[-1])`` in a loop writing ``h``,
+  then ``torch.stack(output)``: one finding for the older views of that write).
   Also ``stale-view``: bytes autograd saved at a forward op and read by its backward op,
   overwritten in between by a forward-phase op through any view (``y = x.sigmoid()``, then
   ``y.data.mul_(2)``, then ``backward()``): autograd refuses such a write through a tensor
@@ -266,9 +271,36 @@ def _meeting(writes: dict, r, after: int, before: int):
             yield wi, w
 
 
+# ops whose result is a snapshot by intent: the same memory, detached from autograd
+# (``state_dict()`` hands out its parameters this way, and ``best = model.state_dict()``
+# kept while training goes on is the classic stale copy)
+_SNAPSHOTS = frozenset({"aten.detach.default"})
+
+
+def _snapshot(infos, r, w) -> bool:
+    """Was ``r`` made by a ``detach()`` the program called (not the autograd engine, whose
+    ``AccumulateGrad`` detaches each new ``.grad``), and ``w`` written through another
+    tensor object? Then a write inside its footprint still makes it stale: it was taken as
+    the values of its moment, not as a window onto memory the program writes."""
+    if r.born < 0 or w.born == r.born:
+        return False
+    made = infos[r.born]
+    return made.label in _SNAPSHOTS and not made.engine
+
+
+def _retaken(info, r, wi) -> bool:
+    """Does the op also read ``r``'s very elements through a view made after the write
+    ``wi`` (``output.append(h[-1])`` each step of a loop that writes ``h``, then
+    ``torch.stack(output)``)? Then the program took the view as the values of its moment:
+    the older one is stale even though the write stayed inside it."""
+    return any(s is not r and s.born is not None and s.born > wi.index and
+               s.mode in ("R", "RW") and s.view == r.view for s in info.slots)
+
+
 def _stale(infos) -> list[Finding]:
     """Reads through views made before a write through another, wider view (one that
-    publishes a buffer's contents, as a collective does, is what such views are for)."""
+    publishes a buffer's contents, as a collective does, is what such views are for), or
+    through any other tensor over a ``detach()``ed snapshot's memory."""
     writes = _writes(infos, keep=lambda info: not info.publishes)
     if not writes:
         return []
@@ -276,15 +308,28 @@ def _stale(infos) -> list[Finding]:
     for info in infos:
         if info.failed:
             continue
+        retaken: dict = {}   # write index -> this op's finding of views read again later
         for r in info.slots:
             if r.born is None or r.mode not in ("R", "RW") or r.view is None:
                 continue
             for wi, w in _meeting(writes, r, r.born, info.index):
-                if _inside(w, r):
-                    continue
+                again = False
+                if _inside(w, r) and not _snapshot(infos, r, w):
+                    again = _retaken(info, r, wi)
+                    if not again:
+                        continue
                 shared = _grid(r, _shared_bytes(r, w))
-                found.append(Finding("stale-view", "RAW", [wi, info], int(shared.size),
-                                     [r, w], _addresses=shared))
+                f = retaken.get(wi.index) if again else None
+                if f is not None:   # the older views of one list, stale by one write: one
+                    f.slots.insert(-1, r)                               # finding
+                    f._addresses = np.union1d(f._addresses, shared)
+                    f.count = int(f._addresses.size)
+                    break
+                f = Finding("stale-view", "RAW", [wi, info], int(shared.size), [r, w],
+                            _addresses=shared)
+                found.append(f)
+                if again:
+                    retaken[wi.index] = f
                 break   # the latest such write is the one to report
     return found
 

@@ -176,7 +176,8 @@ class OpInfo(NamedTuple):
     forward op whose autograd node ran it (None otherwise, or when unknown); ``publishes``:
     its writes replace a buffer's contents for every view of it to read (a collective
     such as ``all_reduce``: DDP's gradients and ZeRO's parameters are views of the buffers
-    it is given), so a view made before them is not stale.
+    it is given), so a view made before them is not stale; ``engine``: the autograd engine
+    ran it for a backward node (``AccumulateGrad`` detaching a new ``.grad``, ...).
     """
     name: str
     label: str
@@ -195,6 +196,7 @@ class OpInfo(NamedTuple):
     stream: str = "default"
     forward: int | None = None
     publishes: bool = False
+    engine: bool = False
 
     @property
     def failed(self) -> bool:

@@ -7,8 +7,10 @@ into memory of its own (each read argument once, each written argument separatel
 same offset and strides, so the kernel takes the same path), lets the op run on the
 program's tensors as usual, runs it once more on the copies, and compares each written
 argument with its copy element by element (bit for bit: NaNs with one bit pattern are equal,
-0.0 and -0.0 are not). A written argument that overlaps itself is copied densely, so the copy
-holds the value each of its indices would get under copy semantics.
+0.0 and -0.0 are not), then each new result with the copies' (an op that writes an argument
+it reads can compute its result from what it wrote). A written argument that overlaps itself
+is copied densely, so the copy holds the value each of its indices would get under copy
+semantics.
 
 The re-run happens inside the dispatch mode (nothing it does is traced), with autograd below
 it, and never for ops that draw random numbers. It changes nothing the program can see: the
@@ -114,17 +116,34 @@ def compare(label: str, got: torch.Tensor, expected: torch.Tensor,
     return Outcome(label, n, (index, got[index].item(), expected[index].item()), conflicts)
 
 
+def _nth(out, j: int):
+    """The ``j``-th tensor an op returned (``j`` -1: the only one), or None."""
+    got = out if j < 0 else (out[j] if isinstance(out, (list, tuple)) and j < len(out)
+                             else None)
+    return got if isinstance(got, torch.Tensor) else None
+
+
 def rerun(func, args, kwargs, written: dict):
-    """Copy the arguments now (before the real op runs); return ``finish()``: call it after
-    the real op ran; it runs the op on the copies and returns an :class:`Outcome` per written
-    place, or None if the run on copies raised (the op needs its aliasing to run at all)."""
+    """Copy the arguments now (before the real op runs); return ``finish(out, fresh)``: call
+    it after the real op ran, with what it returned and ``fresh``, the ``(position, label)``
+    of its new results (position -1 for the only one); it runs the op on the copies and
+    returns an :class:`Outcome` per written place, then one per fresh result (an op that
+    writes an argument it also reads can return a result computed from what it wrote:
+    ``batch_norm`` with the running statistics over its weight and bias), or None if the run
+    on copies raised (the op needs its aliasing to run at all)."""
     cargs, ckwargs, pairs = copy_arguments(args, kwargs, written)
 
-    def finish():
+    def finish(out=None, fresh=()):
         try:
-            func(*cargs, **ckwargs)
+            again = func(*cargs, **ckwargs)
         except Exception:  # noqa: BLE001
             return None
-        return tuple(compare(label, orig, copy, overlapping)
-                     for label, orig, copy, overlapping in pairs)
+        outcomes = [compare(label, orig, copy, overlapping)
+                    for label, orig, copy, overlapping in pairs]
+        for j, label in fresh:
+            got, expected = _nth(out, j), _nth(again, j)
+            if got is not None and expected is not None and got.layout == torch.strided \
+                    and expected.layout == torch.strided:
+                outcomes.append(compare(label, got, expected))
+        return tuple(outcomes)
     return finish

@@ -160,6 +160,16 @@ def _live_modules_and_optimizers():
     return modules, optimizers
 
 
+def _item_of(exprs: dict, label: str):
+    """``output[2]`` for the slot ``tensors[2]`` of ``torch.stack(output)``: an item of a
+    list argument the line passes by a plain name."""
+    if not label.endswith("]"):
+        return None
+    arg, _, k = label[:-1].partition("[")
+    whole = exprs.get(arg)
+    return f"{whole}[{k}]" if whole is not None and whole.isidentifier() else None
+
+
 def _split_list(text: str):
     try:
         node = ast.parse(text, mode="eval").body
@@ -378,7 +388,7 @@ class Namer:
         if call.where is not None and call.spec is not None:
             exprs = _operands(call.spec, info.slots, call.where, exprs)
         for k, s in enumerate(info.slots):
-            name = exprs.get(s.label) or local.get(k)
+            name = exprs.get(s.label) or local.get(k) or _item_of(exprs, s.label)
             if name is None and modules is not None and refs[k].gen is not None:
                 name = modules.lookup(refs[k].gen.weak, s.start, s.shape, s.strides)
             out.append(name or storage_form(s))

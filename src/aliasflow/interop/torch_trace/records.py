@@ -265,7 +265,7 @@ def _build(trace) -> Built:
             name, label, i, where, context, text or "", error, untracked, slots,
             _exempt(spec, accs), extra.get("outcomes"), extra.get("duplicates"), exact_map,
             _uniform(spec, slots), call[4] or "default", forward,
-            spec is not None and spec.collective)
+            spec is not None and spec.collective, call[6] is not None)
         infos.append(info)
     return Built(infos, _Refs(trace.calls, views), index, trace.calls, views)
 

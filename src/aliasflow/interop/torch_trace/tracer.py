@@ -688,7 +688,7 @@ class Trace:
 
     def _after(self, call, spec, index, args, kwargs, accesses, out, finish):
         if finish is not None:
-            outcomes = finish()
+            outcomes = finish(out, _fresh_results(spec, out))
             call.extra["outcomes"] = outcomes
         if spec.writes and (spec.resizing or not (spec.elementwise or spec.foreach)):
             # a written argument may have been resized, even moved (out=); an in-place
@@ -974,6 +974,21 @@ _FORWARDING_CALL = torch._ops.OpOverload.__call__   # ``return self._op(*args, *
 
 
 _PLAIN = (bool, int, float, complex, str, torch.dtype, torch.device, torch.Size)
+
+
+def _fresh_results(spec, out) -> tuple:
+    """``(position, label)`` of the new tensors a call returned (position -1 for the only
+    one), as its records label them; none for an op whose new results start unspecified."""
+    if not spec.fresh or spec.uninitialized:
+        return ()
+    if isinstance(out, _Tensor):
+        return ((-1, "result"),) if spec.fresh[0] else ()
+    if isinstance(out, (list, tuple)):
+        one_list = len(spec.returns) == 1 and spec.fresh[0]
+        return tuple((j, f"result[{j}]") for j, o in enumerate(out)
+                     if isinstance(o, _Tensor) and
+                     (one_list or j < len(spec.fresh) and spec.fresh[j]))
+    return ()
 
 
 def _plain(x) -> bool:
