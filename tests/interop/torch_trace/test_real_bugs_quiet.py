@@ -343,6 +343,20 @@ CORRECT = [
             w.add_(1.0)
         again = w.detach().sum()
         """),
+    # an optimizer's own detach (ASGD makes its state with .clone().detach() inside step())
+    # is no snapshot the program asked for: its in-place updates are what the state is for
+    ("an optimizer's state made by detach() and updated in place, step after step", """
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 2)
+        opt = torch.optim.ASGD(model.parameters(), lr=0.1, foreach=True)
+        x = torch.randn(8, 4)
+        for step in range(3):
+            loss = model(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """),
     ("repeated indices writing one value, and reductions over them", """
         import torch
         x = torch.zeros(5)
