@@ -264,6 +264,19 @@ CORRECT = [
         model.load_state_dict(best_state)
         torch.save(model.state_dict(), io.BytesIO())
         """),
+    ("pytorch#3569 (l += tmp where l is the list's first tensor itself)", """
+        import torch
+        torch.manual_seed(1)
+        loss_list = []
+        for i in range(2):
+            tmp = torch.FloatTensor(1).normal_()
+            loss_list.append(tmp)
+            if i == 0:
+                l = tmp
+            else:
+                l += tmp
+        total = torch.cat(loss_list)
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
