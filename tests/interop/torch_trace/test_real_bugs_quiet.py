@@ -264,6 +264,19 @@ CORRECT = [
         model.load_state_dict(best_state)
         torch.save(model.state_dict(), io.BytesIO())
         """),
+    ("pytorch#3569 (l += tmp where l is the list's first tensor itself)", """
+        import torch
+        torch.manual_seed(1)
+        loss_list = []
+        for i in range(2):
+            tmp = torch.FloatTensor(1).normal_()
+            loss_list.append(tmp)
+            if i == 0:
+                l = tmp
+            else:
+                l += tmp
+        total = torch.cat(loss_list)
+        """),
     ("pytorch#39227 (index_put_ accumulate with repeated indices)", """
         import torch
         a = torch.zeros(3)
@@ -342,6 +355,20 @@ CORRECT = [
         with torch.no_grad():
             w.add_(1.0)
         again = w.detach().sum()
+        """),
+    # an optimizer's own detach (ASGD makes its state with .clone().detach() inside step())
+    # is no snapshot the program asked for: its in-place updates are what the state is for
+    ("an optimizer's state made by detach() and updated in place, step after step", """
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 2)
+        opt = torch.optim.ASGD(model.parameters(), lr=0.1, foreach=True)
+        x = torch.randn(8, 4)
+        for step in range(3):
+            loss = model(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
         """),
     ("repeated indices writing one value, and reductions over them", """
         import torch

@@ -35,6 +35,7 @@ finding, the first one's details, ``occurrences`` counting the repeats; ``wrong`
 """
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 
 import numpy as np
@@ -273,19 +274,24 @@ def _meeting(writes: dict, r, after: int, before: int):
 
 # ops whose result is a snapshot by intent: the same memory, detached from autograd
 # (``state_dict()`` hands out its parameters this way, and ``best = model.state_dict()``
-# kept while training goes on is the classic stale copy)
+# kept while training goes on is the classic stale copy) ...
 _SNAPSHOTS = frozenset({"aten.detach.default"})
+# ... when the program's own line asks for it (a library's detach, such as an optimizer
+# making its state with ``.clone().detach()`` inside ``opt.step()``, is its business)
+_ASKED = re.compile(r"\.detach\s*\(|state_dict\s*\(")
 
 
 def _snapshot(infos, r, w) -> bool:
-    """Was ``r`` made by a ``detach()`` the program called (not the autograd engine, whose
-    ``AccumulateGrad`` detaches each new ``.grad``), and ``w`` written through another
-    tensor object? Then a write inside its footprint still makes it stale: it was taken as
-    the values of its moment, not as a window onto memory the program writes."""
+    """Was ``r`` made by a ``detach()`` the program's line asks for (``.detach()``,
+    ``state_dict()``; not the autograd engine's, whose ``AccumulateGrad`` detaches each new
+    ``.grad``), and ``w`` written through another tensor object? Then a write inside its
+    footprint still makes it stale: it was taken as the values of its moment, not as a
+    window onto memory the program writes."""
     if r.born < 0 or w.born == r.born:
         return False
     made = infos[r.born]
-    return made.label in _SNAPSHOTS and not made.engine
+    return made.label in _SNAPSHOTS and not made.engine and \
+        _ASKED.search(made.source) is not None
 
 
 def _retaken(info, r, wi) -> bool:
