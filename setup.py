@@ -103,14 +103,23 @@ NOT_BUILT = ("aliasflow: the compiled core was not built ({}); aliasflow works i
              "compiler and Python's headers, then reinstall, to build it.")
 
 
+READER_NOT_BUILT = ("aliasflow: the PyTorch tracer's reader was not built against the "
+                    "PyTorch installed here (a C++20 compiler is needed); the tracer reads "
+                    "tensors through their Python accessors instead: the same records, a "
+                    "slower trace.")
+
+
 class BuildExt(build_ext):
     """Builds the optional extensions; when any fails, says so in one line at the end."""
 
     def run(self):
         self.failed = []
         super().run()
-        if self.failed:
-            message = NOT_BUILT.format(", ".join(self.failed))
+        reader = [n for n in self.failed if n.endswith("._reader")]
+        core = [n for n in self.failed if n not in reader]
+        messages = ([NOT_BUILT.format(", ".join(core))] if core else []) + \
+            ([READER_NOT_BUILT] if reader else [])
+        for message in messages:
             self.announce(message, level=3)
             print(message, file=sys.stderr)
 

@@ -17,7 +17,7 @@
    process (the peak RSS, ``VmHWM`` reset just before, over the RSS before the updates,
    minus the same for the updates untraced); target <= 2x the tensor (Linux only).
 
-    python benchmarks/bench_trace.py [--quick]
+    python benchmarks/bench_trace.py [--quick] [--no-reader]
 
 Prints a table; nothing is written.
 """
@@ -201,9 +201,16 @@ def analysis_rows():
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--no-reader", action="store_true",
+                   help="read tensors through their accessors, as where the PyTorch reader "
+                        "was not built (PyTorch installed after aliasflow)")
     args = p.parse_args()
     reps = 10 if args.quick else 100
     torch.set_num_threads(1)
+    if args.no_reader:
+        from aliasflow.interop.torch_trace import tracer
+        if tracer._hot is not None:
+            tracer._hot.use_reader(None)
     rows = overhead_rows("transformer step", transformer, reps)
     rows += overhead_rows("small MLP", mlp, reps)
     rows += analysis_rows()
