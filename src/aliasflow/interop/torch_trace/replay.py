@@ -11,9 +11,12 @@ by byte for small storages). Anything that changed memory outside PyTorch's disp
 write through ``.numpy()``) shows up as a difference.
 
 When something differs, the replay runs again, one op at a time, each op twice from the same
-state: an op whose two runs differ (it leaves part of its output unwritten, or reads memory it
-does not own) is *nondeterministic*, and the differences it explains (its outputs and what
-depends on them) are reported as such, never as mismatches.
+state, the second time with another intra-op thread count (one, or two where PyTorch uses
+one): an op whose two runs differ (it leaves part of its output unwritten, reads memory it
+does not own, or computes bits that depend on how many threads it gets, as MKL's FFT does,
+which under a parallel replay may be fewer than when traced) is *nondeterministic*, and the
+differences it explains (its outputs and what depends on them) are reported as such, never
+as mismatches.
 
 A trace holding ops the tracer could not record (sparse, quantized, nested tensors) is
 refused before anything runs.
@@ -271,9 +274,12 @@ def _compare_storages(trace, r) -> int:
 
 
 def _nondeterministic(trace, built, order) -> list[int]:
-    """Calls whose two runs from one state differ (run in program order, each twice)."""
+    """Calls whose two runs from one state differ (run in program order, each twice, the
+    second time with another intra-op thread count; the count is put back)."""
     r = _Replayer(trace, built)
     found = []
+    threads = torch.get_num_threads()
+    other = 1 if threads > 1 else 2
     for i in order:
         refs = built.refs[i]
         call = trace.calls[i]
@@ -287,7 +293,11 @@ def _nondeterministic(trace, built, order) -> list[int]:
         for g, st in saved.items():
             r.buffers[g].copy_(st)
         made = {g: r.buffers.pop(g) for g in list(r.buffers) if g not in known}
-        second = r.call(i)
+        torch.set_num_threads(other)
+        try:
+            second = r.call(i)
+        finally:
+            torch.set_num_threads(threads)
         again = {g: _crc(st) for g, st in r.buffers.items() if g in written or g not in known}
         if again != crcs or (not isinstance(first, (torch.Tensor, list, tuple))
                              and first != second):
