@@ -59,7 +59,7 @@ def numpy_headers():
 
 def torch_build():
     """How to build against the PyTorch of the environment being installed into: (include
-    dirs, library dir, compile flags, version), asked of that environment's interpreter (an
+    dirs, library dir, compile flags, the version among them), asked of that environment's interpreter (an
     isolated build hides its packages from this one), or None where it has no PyTorch."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
     code = ("import json, os, torch; d = os.path.dirname(torch.__file__); "
@@ -76,7 +76,7 @@ def torch_build():
         return None
     flags = [f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f'-DAF_TORCH_VERSION="{version}"',
              "-Wno-unused-parameter"]
-    return includes, libdir, flags, version
+    return includes, libdir, flags
 
 
 def torch_reader():
@@ -86,7 +86,7 @@ def torch_reader():
     found = torch_build()
     if found is None:
         return []
-    includes, libdir, flags, _ = found
+    includes, libdir, flags = found
     return [Extension("aliasflow.interop.torch_trace._reader", sources=[f"{TTRACE}/reader.cpp"],
                       depends=[f"{TTRACE}/reader_api.h"], language="c++",
                       # (PyTorch's headers are C++20)

@@ -326,8 +326,8 @@ def _stale(infos) -> list[Finding]:
                         continue
                 shared = _grid(r, _shared_bytes(r, w))
                 f = retaken.get(wi.index) if again else None
-                if f is not None:   # the older views of one list, stale by one write: one
-                    f.slots.insert(-1, r)                               # finding
+                if f is not None:   # the older views of one list, stale by one write:
+                    f.slots.insert(-1, r)   # one finding
                     f._addresses = np.union1d(f._addresses, shared)
                     f.count = int(f._addresses.size)
                     break

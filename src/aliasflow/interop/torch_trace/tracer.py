@@ -738,8 +738,7 @@ class Trace:
             for j, o in enumerate(out):
                 if isinstance(o, _Tensor):
                     born[o._cdata] = index
-                    if j < len(spec.fresh) and spec.fresh[j] or (
-                            len(spec.returns) == 1 and spec.fresh and spec.fresh[0]):
+                    if _fresh_at(spec, j):
                         res.append(self._fresh(spec, o, j, index, accesses))
                         continue
                     res.append(None)
@@ -984,11 +983,16 @@ def _fresh_results(spec, out) -> tuple:
     if isinstance(out, _Tensor):
         return ((-1, "result"),) if spec.fresh[0] else ()
     if isinstance(out, (list, tuple)):
-        one_list = len(spec.returns) == 1 and spec.fresh[0]
         return tuple((j, f"result[{j}]") for j, o in enumerate(out)
-                     if isinstance(o, _Tensor) and
-                     (one_list or j < len(spec.fresh) and spec.fresh[j]))
+                     if isinstance(o, _Tensor) and _fresh_at(spec, j))
     return ()
+
+
+def _fresh_at(spec, j: int) -> bool:
+    """Is the tensor at position ``j`` of a list or tuple result new? (its own return is
+    fresh, or the op returns one list, which is)"""
+    return bool(j < len(spec.fresh) and spec.fresh[j] or
+                len(spec.returns) == 1 and spec.fresh and spec.fresh[0])
 
 
 def _plain(x) -> bool:

@@ -526,7 +526,6 @@ PyObject* argument(Call& c, Py_ssize_t pos, PyObject* name) {
     return v;
 }
 
-// Trace._capture(t, mode, pos, k, index, accesses, creating)
 // The PyTorch reader (reader_api.h), when the tracer installed one (use_reader): a plain
 // tensor's facts read in one call instead of through its Python accessors, with the same
 // values (tests/interop/torch_trace/test_reader.py compares them).
@@ -574,6 +573,7 @@ struct Layout {
     }
 };
 
+// Trace._capture(t, mode, pos, k, index, accesses, creating)
 bool capture_py(Call& c, PyObject* t, PyObject* mode, Py_ssize_t pos, Py_ssize_t k,
                 bool creating) {
     Ref p(PyLong_FromSsize_t(pos)), kk(PyLong_FromSsize_t(k));
@@ -615,10 +615,10 @@ PyObject* new_gen(Call& c, PyObject* t, PyObject* st, PyObject* sid, PyObject* b
 PyObject* first_sight(Call& c, PyObject* t, PyObject* sid, bool odd, const AfTensorFacts* f) {
     HotPath* h = c.h;
     if (odd || !plain_type(h, t)) return nullptr;
-    if (f) {   // (read by the reader: a CPU tensor with memory)
+    if (f) {   // (read by the reader: a CPU tensor)
+        if (!f->storage_data) return nullptr;   // (no memory)
         Ref base(address(f->storage_data));
         if (!base.p) return nullptr;
-        if (!f->storage_data) return nullptr;
         return new_gen(c, t, nullptr, sid, base.p, static_cast<long long>(f->storage_data),
                        f->storage_nbytes, false, f);
     }
@@ -1376,12 +1376,11 @@ bool open_call(Call& c) {
         seq.p = !node_seq.p ? nullptr
                 : node.p == Py_None ? call0(h->sequence_nr) : Py_NewRef(Py_None);
     }
-    // (streams.region: None here, as this path runs only while streams are not active, and
-    // entering a stream region makes them active for the rest of the trace)
-    Ref region(node_seq.p ? Py_NewRef(Py_None) : nullptr);
-    Ref empty(seq.p && region.p ? PyTuple_New(0) : nullptr);
+    Ref empty(seq.p ? PyTuple_New(0) : nullptr);   // (seq is read last: set only if all are)
     if (!empty.p) return false;
-    PyObject* items[N_CALL_FIELDS] = {c.index_obj, c.spec, c.func, where.p, region.p, seq.p,
+    // (the stream region: None here, as this path runs only while streams are not active, and
+    // entering a stream region makes them active for the rest of the trace)
+    PyObject* items[N_CALL_FIELDS] = {c.index_obj, c.spec, c.func, where.p, Py_None, seq.p,
                                       node_seq.p, empty.p, Py_None, Py_None, Py_None, Py_None,
                                       Py_None, Py_None};
     c.call = new_call(h, items);
@@ -1584,7 +1583,7 @@ PyObject* hot_finish(PyObject* self, PyObject* const* a, Py_ssize_t n) {
                          a[2]);
         return nullptr;
     }
-    Ref gens(PySequence_List(a[0]));   // (a copy: nothing called below changes it)
+    Ref gens(PySequence_List(a[0]));   // (a copy of our own, whose items stay held)
     Ref large(gens.p ? PyList_New(0) : nullptr);
     if (!large.p) return nullptr;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(gens.p); ++i) {
